@@ -1,0 +1,637 @@
+"""Results and awards from stored score rows (SPEC sections 7 and 9).
+
+One pure, deterministic function, :func:`compute_results`, turns the score
+rows a contest has stored -- one :class:`UtilityRow` per final anonymized set,
+one :class:`AttackRow` per scored attack attempt (judge or team) -- into the
+minimum privacy scores of every set, per-round and weighted totals per team,
+the attack matrix and the awards. A late attack or a re-score simply calls it
+again with the new rows: nothing is cached between calls. No Django here.
+
+Vocabulary
+----------
+- A *set* is one anonymized set ``A(t, j)`` of team ``t`` in challenge ``j``
+  (1 = IDP, re-identification; 2 = TRP, trace inference) of one round,
+  named by a :class:`SetRef`. The benchmark set is a set of the team id passed
+  as ``benchmark_team`` (team tau+1 in the paper).
+- An *attacker* is a participating team id (``int``) or the name of a judge
+  sample attack (``str``, e.g. ``"I2-VisitProb"``).
+- ``kind`` of an attack is ``"reidentification"`` (score s_I, from an etable)
+  or ``"trace_inference"`` (score s_T, from etraces).
+
+Rules, as SPEC 7 and 9 state them
+---------------------------------
+- ``s_I,min(A)`` / ``s_T,min(A)`` of a valid set: the minimum over every
+  attack of that kind on it, judge and team attacks alike, all attempts.
+  An invalid set scores 0 for both.
+- Per round, team ``t``: ``s_I,min(t,1)`` (its IDP set), ``s_T,min(t,2)`` (its
+  TRP set), an unsubmitted or invalid set scoring 0; overall
+  ``s_I,min(t,1) + s_T,min(t,2)``.
+- Attacker sum of team ``a`` for a kind, per round: over every set of the
+  round (all teams, both challenges, and the benchmark): a valid set of
+  another team that ``a`` attacked counts ``a``'s best (lowest) attempt; a
+  valid set it did not attack counts 1 (the benchmark too); its own sets,
+  invalid and unsubmitted sets count 0. Lowest wins.
+- Every quantity is computed per round and combined with the round weights;
+  rankings use the combined value.
+- Variant ``"2019-v1.4"`` (default): overall places 1-3 (highest overall),
+  best anonymizer re-identification (highest ``s_I,min(t,1)``), best
+  anonymizer trace inference (highest ``s_T,min(t,2)``), best attacker
+  re-identification and trace inference (lowest attacker sum), each attacker
+  award excluding the overall winner (place 1) and the best anonymizer of the
+  same kind.
+- Variant ``"paper"`` (the paper's section 3.4): best anonymization (highest
+  ``s_T,min(t,2)``), best re-identification and best trace-inference attacker
+  (lowest attacker sum, same counting), no exclusions and no overall places.
+
+Decisions where SPEC is silent (also in the issue note)
+-------------------------------------------------------
+- A valid set that nobody attacked in a kind has minimum 1.0 (no attack
+  lowered it). The judge attacks always run, so this only happens before
+  they do; the set's ``n_attacks_*`` is then 0 so the page can flag it.
+- The benchmark enters like any other target: each benchmark set of a round
+  (one, or one per challenge if the generator makes both) is a target that
+  counts 1 if the attacker did not attack it. With the 2019 layout of one
+  benchmark set per round this is exactly SPEC's ``s_I(bench)`` term.
+  Benchmark sets appear in the input as utility rows of ``benchmark_team``;
+  the benchmark never attacks and wins no award.
+- Rows that the platform should never produce are not counted but listed in
+  :attr:`Results.ignored` with the reason: a team's attack on its own set,
+  and attacks on an invalid set (e.g. left over after a re-score made the
+  set invalid). Rows that cannot be interpreted at all (unknown team or
+  round, attack on a set with no utility row, score outside [0, 1], naive
+  datetimes, duplicate utility rows) raise :class:`ValueError` naming the row.
+- Eligibility, so that an award never goes to a team that did nothing:
+  overall needs at least one valid set (IDP or TRP, any round); a best
+  anonymizer award needs a valid set of its challenge; a best attacker award
+  needs at least one counted attack of its kind. An award with no eligible
+  team is vacant (absent from :attr:`Results.awards`).
+- Ties: values are compared after rounding to 12 decimals (sums of k/m
+  scores carry float noise far below that and far below any real
+  difference; the UI shows 4 decimals). Tie-break ``"earlier-final-submission"``
+  (default): the team whose *final submission* was earlier wins, where the
+  final submission is the latest ``submitted_at`` among the rows the award
+  is computed from -- for an anonymizer award the team's final sets of the
+  award's challenge(s) in all rounds, for an attacker award its counted
+  attack attempts of that kind. A team with no recorded time ranks after
+  every team with one. Tie-break ``"team-id"``: lower team id wins. If the
+  declared tie-break cannot separate two teams, the lower team id wins and
+  the award records ``decided_by="team-id"``.
+- Each :class:`Award` records how it was decided against the next candidate
+  (``"score"``, the tie-break name, ``"team-id"`` or ``"sole-candidate"``)
+  and the teams it was tied with, so the results page can show it.
+- Timestamps must be timezone-aware (a naive time has no defined order
+  across machines).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from datetime import datetime
+from typing import Iterable, Mapping, Sequence
+
+IDP = 1
+TRP = 2
+CHALLENGES = (IDP, TRP)
+
+REIDENTIFICATION = "reidentification"
+TRACE_INFERENCE = "trace_inference"
+KINDS = (REIDENTIFICATION, TRACE_INFERENCE)
+
+VARIANT_2019 = "2019-v1.4"
+VARIANT_PAPER = "paper"
+VARIANTS = (VARIANT_2019, VARIANT_PAPER)
+
+TIE_EARLIER_FINAL_SUBMISSION = "earlier-final-submission"
+TIE_TEAM_ID = "team-id"
+TIE_BREAKS = (TIE_EARLIER_FINAL_SUBMISSION, TIE_TEAM_ID)
+
+DECIDED_BY_SCORE = "score"
+DECIDED_BY_SOLE = "sole-candidate"
+
+# Award names (keys of Results.awards / standings).
+OVERALL = "overall"
+BEST_ANONYMIZER_REID = "best_anonymizer_reidentification"
+BEST_ANONYMIZER_TRACE = "best_anonymizer_trace_inference"
+BEST_ANONYMIZER = "best_anonymizer"  # paper variant: highest s_T,min(t,2)
+BEST_ATTACKER_REID = "best_attacker_reidentification"
+BEST_ATTACKER_TRACE = "best_attacker_trace_inference"
+
+#: Decimals kept when comparing award values (see module docstring).
+TIE_DECIMALS = 12
+
+
+# --------------------------------------------------------------------------
+# input rows
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, order=True)
+class SetRef:
+    """One anonymized set: ``round`` number, ``team`` id, ``challenge`` 1 (IDP) or 2 (TRP)."""
+
+    round: int
+    team: int
+    challenge: int
+
+    def __post_init__(self):
+        for name in ("round", "team", "challenge"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"SetRef.{name} must be an int, got {v!r}")
+        if self.challenge not in CHALLENGES:
+            raise ValueError(f"SetRef.challenge must be 1 (IDP) or 2 (TRP), got {self.challenge!r}")
+
+    @property
+    def key(self) -> str:
+        """Stable text key, e.g. ``"r2-t3-c1"``."""
+        return f"r{self.round}-t{self.team}-c{self.challenge}"
+
+
+@dataclass(frozen=True)
+class UtilityRow:
+    """The utility score of a team's final anonymized set (one row per submitted set).
+
+    ``valid`` is ``s_u >= s_req`` as judged at upload; ``submitted_at`` the
+    time of that (final) upload, timezone-aware, or None if unknown.
+    """
+
+    set: SetRef
+    s_u: float
+    valid: bool
+    submitted_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class AttackRow:
+    """One scored attack attempt on a set.
+
+    ``attacker``: a team id (int) or a judge sample attack name (str).
+    ``kind``: ``"reidentification"`` (``score`` = s_I) or ``"trace_inference"``
+    (``score`` = s_T). Several rows per (attacker, set, kind) are allowed;
+    the best (lowest) counts.
+    """
+
+    set: SetRef
+    attacker: int | str
+    kind: str
+    score: float
+    submitted_at: datetime | None = None
+
+
+# --------------------------------------------------------------------------
+# output
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SetResult:
+    """Minimum privacy scores of one set (0 for an invalid set).
+
+    ``s_i_min_by`` / ``s_t_min_by``: the attackers whose best attempt equals
+    the minimum (sorted: team ids, then judge names).
+    """
+
+    set: SetRef
+    s_u: float
+    valid: bool
+    benchmark: bool
+    submitted_at: datetime | None
+    s_i_min: float
+    s_t_min: float
+    n_attacks_i: int
+    n_attacks_t: int
+    s_i_min_by: tuple
+    s_t_min_by: tuple
+
+
+@dataclass(frozen=True)
+class TeamRound:
+    """One team's quantities in one round (SPEC 9), before weighting.
+
+    ``attack_sum_i`` / ``attack_sum_t``: the attacker sums (lower = stronger
+    attacker); ``n_targets``: number of valid sets of other teams and the
+    benchmark in the round (the value of an attacker that attacked nothing).
+    """
+
+    round: int
+    team: int
+    s_i_min: float
+    s_t_min: float
+    overall: float
+    attack_sum_i: float
+    attack_sum_t: float
+    n_targets: int
+
+
+@dataclass(frozen=True)
+class TeamTotal:
+    """Round-weighted totals of one team (``sum_r w_r * value_r``)."""
+
+    team: int
+    s_i_min: float
+    s_t_min: float
+    overall: float
+    attack_sum_i: float
+    attack_sum_t: float
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    """Attack matrix entry: ``attacker``'s best (lowest) ``kind`` score on ``set`` over ``attempts`` tries."""
+
+    attacker: int | str
+    set: SetRef
+    kind: str
+    best: float
+    attempts: int
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One eligible team in an award's ranking (position 1 = best)."""
+
+    position: int
+    team: int
+    value: float
+    final_submission_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Award:
+    """An award (or one overall place).
+
+    ``decided_by``: how this team was ordered ahead of the next candidate --
+    ``"score"``, the tie-break name, ``"team-id"``, or ``"sole-candidate"``.
+    ``tied_with``: other eligible teams with the same (rounded) value.
+    ``excluded``: the teams an exclusion rule removes from this award's
+    ranking (whether or not they were otherwise eligible).
+    """
+
+    award: str
+    place: int
+    team: int
+    value: float
+    decided_by: str
+    tied_with: tuple[int, ...] = ()
+    excluded: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything the results pages show; plain data, see :meth:`to_dict`."""
+
+    variant: str
+    tie_break: str
+    round_weights: tuple[tuple[int, float], ...]
+    teams: tuple[int, ...]
+    benchmark_team: int | None
+    sets: tuple[SetResult, ...]
+    team_rounds: tuple[TeamRound, ...]
+    team_totals: tuple[TeamTotal, ...]
+    matrix: tuple[MatrixCell, ...]
+    awards: tuple[Award, ...]
+    standings: tuple[tuple[str, tuple[Standing, ...]], ...]
+    ignored: tuple[str, ...] = field(default=())
+
+    # ----- look-ups ------------------------------------------------------
+    def set_result(self, ref: SetRef) -> SetResult:
+        for s in self.sets:
+            if s.set == ref:
+                return s
+        raise KeyError(ref.key)
+
+    def team_round(self, round: int, team: int) -> TeamRound:  # noqa: A002 - contest word
+        for tr in self.team_rounds:
+            if tr.round == round and tr.team == team:
+                return tr
+        raise KeyError((round, team))
+
+    def team_total(self, team: int) -> TeamTotal:
+        for tt in self.team_totals:
+            if tt.team == team:
+                return tt
+        raise KeyError(team)
+
+    def award(self, name: str, place: int = 1) -> Award | None:
+        """The award ``name`` (``place`` for overall), or None if vacant."""
+        for a in self.awards:
+            if a.award == name and a.place == place:
+                return a
+        return None
+
+    def standing(self, name: str) -> tuple[Standing, ...]:
+        return dict(self.standings)[name]
+
+    def cell(self, attacker, ref: SetRef, kind: str) -> MatrixCell | None:
+        for c in self.matrix:
+            if c.attacker == attacker and c.set == ref and c.kind == kind:
+                return c
+        return None
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable form (datetimes as ISO 8601, SetRefs as objects with a ``key``)."""
+        return _jsonable(self)
+
+
+def _jsonable(obj):
+    if isinstance(obj, SetRef):
+        return {"round": obj.round, "team": obj.team, "challenge": obj.challenge, "key": obj.key}
+    if is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if f.name == "standings":
+                out[f.name] = {name: [_jsonable(s) for s in rows] for name, rows in v}
+            elif f.name == "round_weights":
+                out[f.name] = [{"round": r, "weight": w} for r, w in v]
+            else:
+                out[f.name] = _jsonable(v)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, datetime):
+        return obj.isoformat()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# --------------------------------------------------------------------------
+# the computation
+# --------------------------------------------------------------------------
+def _attacker_key(attacker):
+    """Teams first (by id), then judge attacks (by name): a total, stable order."""
+    return (0, attacker, "") if isinstance(attacker, int) else (1, 0, attacker)
+
+
+def _check_time(t, what: str):
+    if t is None:
+        return
+    if not isinstance(t, datetime):
+        raise ValueError(f"{what}: submitted_at must be a datetime or None, got {t!r}")
+    if t.tzinfo is None or t.utcoffset() is None:
+        raise ValueError(f"{what}: submitted_at {t.isoformat()} has no time zone "
+                         "(use timezone-aware datetimes)")
+
+
+def _latest(times: Iterable[datetime | None]) -> datetime | None:
+    ts = [t for t in times if t is not None]
+    return max(ts) if ts else None
+
+
+def compute_results(
+    *,
+    teams: Sequence[int],
+    round_weights: Mapping[int, float],
+    utility: Iterable[UtilityRow],
+    attacks: Iterable[AttackRow],
+    benchmark_team: int | None = None,
+    variant: str = VARIANT_2019,
+    tie_break: str = TIE_EARLIER_FINAL_SUBMISSION,
+    places: int = 3,
+) -> Results:
+    """Minimum scores, per-round and weighted totals, attack matrix and awards.
+
+    Args:
+        teams: participating team ids (the benchmark is not one of them).
+        round_weights: round number -> weight (default contest: {1: 0.1, 2: 0.9}).
+        utility: one :class:`UtilityRow` per submitted final set, including
+            the benchmark set(s) as rows of ``benchmark_team``.
+        attacks: every scored attack attempt (:class:`AttackRow`), judge and team.
+        benchmark_team: team id of the benchmark sets, or None.
+        variant: ``"2019-v1.4"`` (default) or ``"paper"``.
+        tie_break: ``"earlier-final-submission"`` (default) or ``"team-id"``.
+        places: number of overall places awarded (2019: 3).
+
+    Returns:
+        :class:`Results`; identical for any order of the input rows.
+
+    Raises:
+        ValueError: naming the offending row, for rows that cannot be
+        interpreted (see the module docstring).
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown award variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"unknown tie-break {tie_break!r}; expected one of {', '.join(TIE_BREAKS)}")
+    if isinstance(places, bool) or not isinstance(places, int) or places < 1:
+        raise ValueError(f"places must be a positive int, got {places!r}")
+    team_ids = tuple(sorted(teams))
+    for t in team_ids:
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise ValueError(f"team ids must be ints, got {t!r}")
+    if len(set(team_ids)) != len(team_ids):
+        raise ValueError(f"team ids are not unique: {list(teams)}")
+    if benchmark_team is not None and benchmark_team in team_ids:
+        raise ValueError(f"benchmark team {benchmark_team} is also listed as a participating team")
+    weights = {}
+    for r, w in round_weights.items():
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise ValueError(f"round numbers must be ints, got {r!r}")
+        w = float(w)
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(f"round {r}: weight {w!r} must be a finite number >= 0")
+        weights[r] = w
+    rounds = tuple(sorted(weights))
+    known_teams = set(team_ids) | ({benchmark_team} if benchmark_team is not None else set())
+
+    # ----- sets ----------------------------------------------------------
+    sets: dict[SetRef, UtilityRow] = {}
+    for row in utility:
+        ref = row.set
+        what = f"utility row for set {ref.key}"
+        if ref.round not in weights:
+            raise ValueError(f"{what}: round {ref.round} has no weight (rounds: {list(rounds)})")
+        if ref.team not in known_teams:
+            raise ValueError(f"{what}: team {ref.team} is neither a participating team nor the benchmark")
+        if ref in sets:
+            raise ValueError(f"{what}: more than one utility row for this set (give only the final one)")
+        if not isinstance(row.valid, bool):
+            raise ValueError(f"{what}: valid must be True or False, got {row.valid!r}")
+        if not math.isfinite(float(row.s_u)):
+            raise ValueError(f"{what}: s_u {row.s_u!r} is not a finite number")
+        _check_time(row.submitted_at, what)
+        sets[ref] = row
+
+    # ----- attacks: validate, drop what must not count -------------------
+    ignored: list[str] = []
+    counted: list[AttackRow] = []
+    for row in attacks:
+        ref = row.set
+        what = f"attack row by {row.attacker!r} on set {ref.key}"
+        if row.kind not in KINDS:
+            raise ValueError(f"{what}: kind {row.kind!r} is not one of {', '.join(KINDS)}")
+        a = row.attacker
+        if isinstance(a, bool) or not isinstance(a, (int, str)) or (isinstance(a, str) and not a):
+            raise ValueError(f"{what}: attacker must be a team id (int) or a judge attack name (str)")
+        if isinstance(a, int) and a not in team_ids:
+            raise ValueError(f"{what}: attacker team {a} is not a participating team")
+        score = float(row.score)
+        if not (0.0 <= score <= 1.0):
+            raise ValueError(f"{what}: score {row.score!r} is outside [0, 1]")
+        _check_time(row.submitted_at, what)
+        if ref not in sets:
+            raise ValueError(f"{what}: no utility row for this set (it was never submitted)")
+        if isinstance(a, int) and a == ref.team:
+            ignored.append(f"{row.kind} attack by team {a} on its own set {ref.key}: not counted")
+            continue
+        if not sets[ref].valid:
+            ignored.append(f"{row.kind} attack by {a!r} on invalid set {ref.key}: not counted")
+            continue
+        counted.append(row)
+
+    # best attempt per (attacker, set, kind); min is order-free, attempts a count
+    best: dict[tuple, float] = {}
+    attempts: dict[tuple, int] = {}
+    last_attack: dict[tuple, datetime | None] = {}
+    for row in counted:
+        k = (row.attacker, row.set, row.kind)
+        s = float(row.score)
+        best[k] = min(best.get(k, s), s)
+        attempts[k] = attempts.get(k, 0) + 1
+        if isinstance(row.attacker, int):
+            tk = (row.attacker, row.kind)
+            last_attack[tk] = _latest([last_attack.get(tk), row.submitted_at])
+
+    matrix = tuple(
+        MatrixCell(attacker=a, set=ref, kind=kind, best=v, attempts=attempts[(a, ref, kind)])
+        for (a, ref, kind), v in sorted(best.items(), key=lambda kv: (kv[0][1], _attacker_key(kv[0][0]), kv[0][2]))
+    )
+
+    by_set: dict[tuple, list] = {}
+    for (a, ref, kind), v in best.items():
+        by_set.setdefault((ref, kind), []).append((a, v))
+
+    def minimum(ref: SetRef, kind: str):
+        if not sets[ref].valid:
+            return 0.0, 0, ()
+        entries = by_set.get((ref, kind), [])
+        if not entries:
+            return 1.0, 0, ()
+        low = min(v for _, v in entries)
+        who = tuple(sorted((a for a, v in entries if v == low), key=_attacker_key))
+        n = sum(attempts[(a, ref, kind)] for a, _ in entries)
+        return low, n, who
+
+    set_results = []
+    for ref in sorted(sets):
+        row = sets[ref]
+        si, ni, wi = minimum(ref, REIDENTIFICATION)
+        st, nt, wt = minimum(ref, TRACE_INFERENCE)
+        set_results.append(SetResult(
+            set=ref, s_u=float(row.s_u), valid=row.valid, benchmark=ref.team == benchmark_team,
+            submitted_at=row.submitted_at, s_i_min=si, s_t_min=st, n_attacks_i=ni, n_attacks_t=nt,
+            s_i_min_by=wi, s_t_min_by=wt))
+    set_min = {s.set: s for s in set_results}
+
+    # ----- per team per round --------------------------------------------
+    team_rounds = []
+    for r in rounds:
+        round_sets = [ref for ref in sorted(sets) if ref.round == r]
+        for t in team_ids:
+            idp = set_min.get(SetRef(r, t, IDP))
+            trp = set_min.get(SetRef(r, t, TRP))
+            s_i = idp.s_i_min if idp is not None else 0.0
+            s_t = trp.s_t_min if trp is not None else 0.0
+            targets = [ref for ref in round_sets if ref.team != t and sets[ref].valid]
+            sums = {}
+            for kind in KINDS:
+                # attacked -> best attempt, valid but not attacked -> 1; own,
+                # invalid and unsubmitted sets are not in `targets` (count 0)
+                sums[kind] = math.fsum(best.get((t, ref, kind), 1.0) for ref in targets)
+            team_rounds.append(TeamRound(
+                round=r, team=t, s_i_min=s_i, s_t_min=s_t, overall=s_i + s_t,
+                attack_sum_i=sums[REIDENTIFICATION], attack_sum_t=sums[TRACE_INFERENCE],
+                n_targets=len(targets)))
+
+    def weighted(t: int, attr: str) -> float:
+        return math.fsum(weights[tr.round] * getattr(tr, attr) for tr in team_rounds if tr.team == t)
+
+    team_totals = tuple(
+        TeamTotal(team=t, s_i_min=weighted(t, "s_i_min"), s_t_min=weighted(t, "s_t_min"),
+                  overall=weighted(t, "overall"), attack_sum_i=weighted(t, "attack_sum_i"),
+                  attack_sum_t=weighted(t, "attack_sum_t"))
+        for t in team_ids)
+    total = {tt.team: tt for tt in team_totals}
+
+    # ----- awards --------------------------------------------------------
+    def has_valid(t: int, challenges) -> bool:
+        return any(row.valid for ref, row in sets.items() if ref.team == t and ref.challenge in challenges)
+
+    def final_sets_time(t: int, challenges) -> datetime | None:
+        return _latest(row.submitted_at for ref, row in sets.items()
+                       if ref.team == t and ref.challenge in challenges)
+
+    def ranking(candidates, value, higher_is_better, times):
+        def key(t):
+            v = round(value[t], TIE_DECIMALS)
+            tb = ()
+            if tie_break == TIE_EARLIER_FINAL_SUBMISSION:
+                tb = (0, times[t].timestamp()) if times[t] is not None else (1, 0.0)
+            return (-v if higher_is_better else v, tb, t)
+        order = sorted(candidates, key=key)
+        return order, key
+
+    awards: list[Award] = []
+    standings: list[tuple[str, tuple[Standing, ...]]] = []
+
+    def award(name, candidates, value, higher_is_better, times, n_places=1, excluded=()):
+        pool = [t for t in candidates if t not in excluded]
+        order, key = ranking(pool, value, higher_is_better, times)
+        standings.append((name, tuple(
+            Standing(position=i + 1, team=t, value=value[t], final_submission_at=times[t])
+            for i, t in enumerate(order))))
+        winners = []
+        for place in range(1, min(n_places, len(order)) + 1):
+            t = order[place - 1]
+            rest = order[place:]
+            tied = tuple(u for u in pool if u != t and key(u)[0] == key(t)[0])
+            if not rest:
+                decided = DECIDED_BY_SOLE if len(order) == 1 else DECIDED_BY_SCORE
+            else:
+                nxt = rest[0]
+                if key(nxt)[0] != key(t)[0]:
+                    decided = DECIDED_BY_SCORE
+                elif key(nxt)[1] != key(t)[1]:
+                    decided = tie_break
+                else:
+                    decided = TIE_TEAM_ID
+            a = Award(award=name, place=place, team=t, value=value[t], decided_by=decided,
+                      tied_with=tied, excluded=tuple(sorted(set(excluded))))
+            awards.append(a)
+            winners.append(a)
+        return winners
+
+    s_i_tot = {t: total[t].s_i_min for t in team_ids}
+    s_t_tot = {t: total[t].s_t_min for t in team_ids}
+    overall_tot = {t: total[t].overall for t in team_ids}
+    att_i = {t: total[t].attack_sum_i for t in team_ids}
+    att_t = {t: total[t].attack_sum_t for t in team_ids}
+    attackers_i = [t for t in team_ids if (t, REIDENTIFICATION) in last_attack]
+    attackers_t = [t for t in team_ids if (t, TRACE_INFERENCE) in last_attack]
+    time_att_i = {t: last_attack.get((t, REIDENTIFICATION)) for t in team_ids}
+    time_att_t = {t: last_attack.get((t, TRACE_INFERENCE)) for t in team_ids}
+    time_idp = {t: final_sets_time(t, (IDP,)) for t in team_ids}
+    time_trp = {t: final_sets_time(t, (TRP,)) for t in team_ids}
+
+    if variant == VARIANT_2019:
+        time_both = {t: final_sets_time(t, CHALLENGES) for t in team_ids}
+        overall = award(OVERALL, [t for t in team_ids if has_valid(t, CHALLENGES)],
+                        overall_tot, True, time_both, n_places=places)
+        best_i = award(BEST_ANONYMIZER_REID, [t for t in team_ids if has_valid(t, (IDP,))],
+                       s_i_tot, True, time_idp)
+        best_t = award(BEST_ANONYMIZER_TRACE, [t for t in team_ids if has_valid(t, (TRP,))],
+                       s_t_tot, True, time_trp)
+        winner = {overall[0].team} if overall else set()
+        award(BEST_ATTACKER_REID, attackers_i, att_i, False, time_att_i,
+              excluded=tuple(sorted(winner | ({best_i[0].team} if best_i else set()))))
+        award(BEST_ATTACKER_TRACE, attackers_t, att_t, False, time_att_t,
+              excluded=tuple(sorted(winner | ({best_t[0].team} if best_t else set()))))
+    else:
+        award(BEST_ANONYMIZER, [t for t in team_ids if has_valid(t, (TRP,))], s_t_tot, True, time_trp)
+        award(BEST_ATTACKER_REID, attackers_i, att_i, False, time_att_i)
+        award(BEST_ATTACKER_TRACE, attackers_t, att_t, False, time_att_t)
+
+    return Results(
+        variant=variant, tie_break=tie_break,
+        round_weights=tuple((r, weights[r]) for r in rounds),
+        teams=team_ids, benchmark_team=benchmark_team,
+        sets=tuple(set_results), team_rounds=tuple(team_rounds), team_totals=team_totals,
+        matrix=matrix, awards=tuple(awards), standings=tuple(standings),
+        ignored=tuple(sorted(ignored)))
