@@ -172,7 +172,7 @@ class Grid:
         c = self.centres
         for i in range(self.M):
             out.append(f"{i + 1},{self.xy[i, 1] + 1},{self.xy[i, 0] + 1},"
-                       f"{c[i, 0]!r},{c[i, 1]!r},{int(self.hospital_mask[i])}")
+                       f"{float(c[i, 0])!r},{float(c[i, 1])!r},{int(self.hospital_mask[i])}")
         return "\n".join(out) + "\n"
 
     def write_info_region(self, path) -> None:

@@ -1,0 +1,191 @@
+"""Command line of the judge: ``python -m scoring <command> ...``.
+
+Commands (values on stdout at full precision, ``repr(float)``; problems on
+stderr with exit status 1):
+
+- ``utility TRUTH ANONYMIZED [--convention mean-distance|mean-loss]``
+- ``reid PTABLE ETABLE``
+- ``trace TRUTH ETRACES [--hospital-weight 10]``
+- ``pseudonymize TRUTH ANONYMIZED --pub PUB --ptable PTABLE [--seed N]``
+  (prints the SHA-256 commitment of the ID table)
+- ``validate {traces,anotraces,pubtraces,ptable,etable,etraces} FILE [--truth TRUTH]``
+
+``--grid info_region.csv`` selects the grid wherever one is needed (default:
+the 2019 Tokyo grid of SPEC 12). Further commands (``anonymize``,
+``attack``, ``algorithms``) are added by :mod:`scoring.algorithms.cli` when
+it is present.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import io as sio
+from . import scores
+from .errors import ValidationError
+from .grid import Grid
+
+
+class CommandError(Exception):
+    """A usage problem found after parsing (e.g. a missing --truth)."""
+
+
+def _grid(args) -> Grid:
+    return Grid.from_info_region(args.grid) if args.grid else Grid()
+
+
+def _add_grid(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--grid", metavar="INFO_REGION_CSV", default=None,
+                   help="info_region.csv of the contest grid (default: the 2019 Tokyo 32x32 grid)")
+
+
+def _read_truth(path, grid) -> "sio.Traces":
+    try:
+        return sio.read_traces(path, grid)
+    except ValidationError as exc:
+        exc.source = exc.source or str(path)
+        raise
+
+
+def cmd_utility(args) -> int:
+    grid = _grid(args)
+    truth = _read_truth(args.truth, grid)
+    anon = sio.read_anotraces(args.anonymized, grid, truth)
+    value = scores.utility(grid, truth, anon, convention=args.convention, lambda_u=args.lambda_u)
+    print(repr(value))
+    return 0
+
+
+def cmd_reid(args) -> int:
+    pse_ids, user_ids = sio.read_ptable(args.ptable)
+    estimate = sio.read_etable(args.etable, len(pse_ids), len(user_ids))
+    print(repr(scores.reidentification(user_ids, estimate)))
+    return 0
+
+
+def cmd_trace(args) -> int:
+    grid = _grid(args)
+    truth = _read_truth(args.truth, grid)
+    estimate = sio.read_etraces(args.etraces, grid, truth)
+    print(repr(scores.trace_inference(grid, truth, estimate, lambda_t=args.lambda_t,
+                                      hospital_weight=args.hospital_weight)))
+    return 0
+
+
+def cmd_pseudonymize(args) -> int:
+    from .pseudonymize import pseudonymize
+    grid = _grid(args)
+    truth = _read_truth(args.truth, grid)
+    anon = sio.read_anotraces(args.anonymized, grid, truth)
+    result = pseudonymize(anon, seed=args.seed)
+    sio.write_pubtraces(result.pubtraces, args.pub)
+    sio.write_ptable(result.pse_ids, result.user_ids, args.ptable)
+    print(result.commitment)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    grid = _grid(args)
+    kind = args.kind
+    truth = _read_truth(args.truth, grid) if args.truth else None
+    if kind in ("anotraces", "etraces") and truth is None:
+        raise CommandError(f"validate {kind} needs --truth (the original traces it answers)")
+    if kind == "traces":
+        t = sio.read_traces(args.file, grid)
+        summary = f"{t.m} users x {t.L} time ids ({t.time_ids[0]}..{t.time_ids[-1]})"
+    elif kind == "anotraces":
+        a = sio.read_anotraces(args.file, grid, truth)
+        n_gen = a.sets.n_sets - grid.M - 1
+        summary = f"{a.events.size} rows, {n_gen} distinct generalized sets"
+    elif kind == "etraces":
+        e = sio.read_etraces(args.file, grid, truth)
+        summary = f"{e.regions.size} rows"
+    elif kind == "pubtraces":
+        p = sio.read_pubtraces(args.file, grid)
+        summary = f"{p.m} pseudonyms ({p.user_ids[0]}..{p.user_ids[-1]}) x {p.L} time ids"
+    elif kind == "ptable":
+        pse, _ = sio.read_ptable(args.file)
+        summary = f"{len(pse)} pseudonyms ({pse[0]}..{pse[-1]})"
+    else:  # etable
+        if args.users is not None:
+            m = args.users
+        elif truth is not None:
+            m = truth.m
+        else:
+            raise CommandError("validate etable needs --truth or --users M (the number of users)")
+        e = sio.read_etable(args.file, m, m)
+        summary = f"{len(e)} pseudonyms"
+    print(f"OK {kind}: {summary}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m scoring`` argument parser (with any plugged-in subcommands)."""
+    parser = argparse.ArgumentParser(prog="python -m scoring",
+                                     description="TraceCup judge: validate contest files and compute scores.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("utility", help="utility score s_U of anonymized traces")
+    p.add_argument("truth", metavar="TRUTH", help="original traces (user_id,time_id,reg_id)")
+    p.add_argument("anonymized", metavar="ANONYMIZED", help="anonymized traces (reg_id)")
+    p.add_argument("--convention", choices=scores.CONVENTIONS, default="mean-distance",
+                   help="utility of a generalized set (default: mean-distance, the paper's)")
+    p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
+    _add_grid(p)
+    p.set_defaults(func=cmd_utility)
+
+    p = sub.add_parser("reid", help="re-identification privacy s_I of an etable")
+    p.add_argument("ptable", metavar="PTABLE", help="the secret ID table (pse_id,user_id)")
+    p.add_argument("etable", metavar="ETABLE", help="estimated ID table (user_id)")
+    p.set_defaults(func=cmd_reid)
+
+    p = sub.add_parser("trace", help="trace-inference privacy s_T of an etraces file")
+    p.add_argument("truth", metavar="TRUTH", help="original traces (user_id,time_id,reg_id)")
+    p.add_argument("etraces", metavar="ETRACES", help="estimated traces (reg_id)")
+    p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
+    p.add_argument("--lambda-t", type=float, default=2.0, help="lambda_T in km (default 2)")
+    _add_grid(p)
+    p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("pseudonymize", help="pseudonymize anonymized traces; prints the commitment")
+    p.add_argument("truth", metavar="TRUTH", help="original traces the anonymized file answers")
+    p.add_argument("anonymized", metavar="ANONYMIZED", help="anonymized traces (reg_id)")
+    p.add_argument("--pub", required=True, help="pubtraces file to write (.gz compresses)")
+    p.add_argument("--ptable", required=True, help="ID table file to write (keep it secret)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="reproducible permutation (tests only; default: cryptographically secure)")
+    _add_grid(p)
+    p.set_defaults(func=cmd_pseudonymize)
+
+    p = sub.add_parser("validate", help="check a contest file against SPEC 5")
+    p.add_argument("kind", choices=("traces", "anotraces", "pubtraces", "ptable", "etable", "etraces"))
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--truth", default=None, help="original traces (needed for anotraces and etraces)")
+    p.add_argument("--users", type=int, default=None, help="number of users m (etable, without --truth)")
+    _add_grid(p)
+    p.set_defaults(func=cmd_validate)
+
+    try:
+        from .algorithms import cli as algorithms_cli
+    except ImportError:
+        algorithms_cli = None
+    if algorithms_cli is not None and hasattr(algorithms_cli, "register"):
+        algorithms_cli.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ValidationError as exc:
+        print(str(exc), file=sys.stderr)
+    except (CommandError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
