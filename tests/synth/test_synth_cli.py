@@ -1,0 +1,84 @@
+"""``python -m synth city|train|generate|metrics`` end to end at a small size."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from scoring.grid import Grid
+from synth.cli import StderrProgress, main
+from synth.ppmtf import PPMTFModel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_city_train_generate_metrics(tmp_path, capsys):
+    grid = Grid(nx=16, ny=16, hospitals=(5, 77))
+    grid.write_info_region(tmp_path / "grid.csv")
+    city = tmp_path / "city"
+    assert main(["city", "--users", "80", "--days", "4", "--seed", "3", "--out", str(city),
+                 "--grid", str(tmp_path / "grid.csv")]) == 0
+    assert (city / "traintraces.csv").exists() and (city / "info_time.csv").exists()
+
+    model_path = tmp_path / "model.npz"
+    # Grid and slots are taken from info_region.csv / info_time.csv beside the training file.
+    assert main(["train", str(city / "traintraces.csv"), "--out", str(model_path),
+                 "--iterations", "3", "--dim", "4", "--seed", "1"]) == 0
+    model = PPMTFModel.load(model_path)
+    assert (model.nx, model.ny, model.T, model.K) == (16, 16, 20, 4)
+    assert model.params["sweeps"] == 3 and model.slot_minutes == 30.0
+    err = capsys.readouterr().err
+    assert "3/3 Gibbs sweep 3/3" in err                  # progress on stderr
+
+    assert model.grid() == grid                           # the training grid travels with the model
+    out = tmp_path / "round"
+    assert main(["generate", str(model_path), "--teams", "1", "--users", "30", "--ref-days", "2",
+                 "--org-days", "2", "--seed", "5", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 5 and manifest["parameters"]["users"] == 30
+    assert len(manifest["sets"]) == 8 and len(manifest["files"]) == 18
+    assert Grid.from_info_region(out / "info_region.csv").hospitals == (5, 77)
+    assert "8/8" in capsys.readouterr().err
+
+    assert main(["metrics", str(out / "reftraces_team002_data01_IDP.csv"),
+                 str(out / "reftraces_team001_data01_IDP.csv"),
+                 "--other-team", str(out / "reftraces_team001_data02_TRP.csv"),
+                 "--grid", str(tmp_path / "grid.csv")]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"tp_tv", "tp_tv_top50", "tm_emd", "vf_tv", "home_stay", "diversity"}
+    assert len(result["home_stay"]) == 20 and result["diversity"]["pairs"] == 15
+
+
+def test_bad_input_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "traces.csv"
+    bad.write_text("user_id,time_id,reg_id\n1,1,5000\n")
+    assert main(["train", str(bad), "--out", str(tmp_path / "m.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "5000" in err and "error" in err
+
+
+def test_progress_printer_throttles():
+    lines = []
+
+    class Sink:
+        def write(self, s):
+            lines.append(s)
+
+        def flush(self):
+            pass
+
+    p = StderrProgress("x", interval=3600, stream=Sink())
+    for i in range(1, 11):
+        p(i, 10, "step")
+    text = "".join(lines)
+    assert text.count("step") == 2 and "10/10 step" in text      # first call and the last
+
+
+def test_module_entry_point():
+    r = subprocess.run([sys.executable, "-m", "synth", "generate", "--help"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "--teams" in r.stdout
+    assert np.all([opt in r.stdout for opt in ("--ref-days", "--org-days", "--seed", "--out")])
