@@ -57,7 +57,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from scoring.grid import Grid
+from scoring.grid import Grid, slot_of_day
 from scoring.traces import AnonymizedTraces, SetTable, Traces
 
 #: Absolute tolerance (km) of the POI radius comparisons.
@@ -87,12 +87,6 @@ def set_weights(sets: SetTable) -> sp.csr_matrix:
                          shape=(sets.n_sets, sets.M))
 
 
-def _slot_of_day(time_ids: np.ndarray, slots_per_day: int) -> np.ndarray:
-    if slots_per_day < 1:
-        raise ValueError(f"slots_per_day must be >= 1, got {slots_per_day}")
-    return (np.asarray(time_ids, dtype=np.int64) - 1) % slots_per_day
-
-
 def _check_aligned(original: Traces, anonymized: AnonymizedTraces) -> None:
     if original.regions.shape != anonymized.events.shape:
         raise ValueError(f"anonymized traces have shape {anonymized.events.shape}, "
@@ -120,7 +114,7 @@ def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
         mass). Single region 1, generalized set 1/|G| per member, deletion 0.
     """
     anon = _as_anonymized(traces, grid.M)
-    slot = _slot_of_day(anon.time_ids, slots_per_day)
+    slot = slot_of_day(anon.time_ids, slots_per_day)
     m, L = anon.events.shape
     rows = np.broadcast_to(slot, (m, L)).ravel()
     cols = anon.events.ravel().astype(np.int64)
@@ -132,7 +126,7 @@ def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
 
 
 def _slots_present(original, slots_per_day: int) -> np.ndarray:
-    return np.unique(_slot_of_day(original.time_ids, slots_per_day))
+    return np.unique(slot_of_day(original.time_ids, slots_per_day))
 
 
 def tp_tv_top50(grid: Grid, original, anonymized, slots_per_day: int, top: int = 50) -> float:
@@ -176,7 +170,7 @@ def transition_matrix(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
     """
     anon = _as_anonymized(traces, grid.M)
     t = np.asarray(anon.time_ids, dtype=np.int64)
-    _slot_of_day(t, slots_per_day)  # validates slots_per_day
+    slot_of_day(t, slots_per_day)  # validates slots_per_day
     day = (t - 1) // slots_per_day
     j = np.flatnonzero((t[1:] == t[:-1] + 1) & (day[1:] == day[:-1]))
     n = anon.sets.n_sets
@@ -412,7 +406,7 @@ def reference_baseline(grid: Grid, reference: Traces, original: Traces, slots_pe
         :class:`AnonymizedTraces` with O's user ids and time ids (singletons).
     """
     S = slots_per_day
-    _slot_of_day(original.time_ids, S)  # validates slots_per_day
+    slot_of_day(original.time_ids, S)  # validates slots_per_day
     rows = np.searchsorted(reference.user_ids, original.user_ids)
     rows = np.clip(rows, 0, max(reference.m - 1, 0))
     if reference.m == 0 or not np.array_equal(reference.user_ids[rows], original.user_ids):

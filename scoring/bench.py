@@ -62,20 +62,9 @@ def make_traces(grid: Grid, m: int = 2000, slots: int = 400, seed: int = 0) -> T
 
 
 def mrlh(grid: Grid, truth: Traces, mu: int = 1, delete: float = 0.2, seed: int = 0) -> AnonymizedTraces:
-    """A 2^mu x 2^mu block generalization with deletions (an A2-MRLH-like set) for the benchmark."""
-    step = 1 << mu
-    bx, by = grid.nx // step, grid.ny // step
-    blocks = []
-    for yb in range(by):
-        for xb in range(bx):
-            xs, ys = np.meshgrid(np.arange(xb * step, xb * step + step), np.arange(yb * step, yb * step + step))
-            blocks.append(np.sort((ys * grid.nx + xs).ravel()))
-    sets = SetTable.from_sets(grid.M, blocks)
-    x, y = truth.regions % grid.nx, truth.regions // grid.nx
-    events = (grid.M + 1 + (y // step) * bx + (x // step)).astype(np.int32)
-    rng = np.random.default_rng(seed)
-    events[rng.random(events.shape) < delete] = grid.M
-    return AnonymizedTraces(truth.user_ids, truth.time_ids, events, sets)
+    """A2-MRLH(mu, mu, delete) of ``truth``: the benchmark's generalization-heavy anotraces."""
+    from .algorithms.anonymizers import mrlh as a2_mrlh
+    return a2_mrlh(grid, truth, np.random.default_rng(seed), mu_x=mu, mu_y=mu, **{"lambda": delete})
 
 
 def run(repeat: int = 3, out=sys.stdout) -> list[tuple[str, float, str]]:

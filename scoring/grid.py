@@ -179,6 +179,17 @@ class Grid:
         Path(path).write_text(self.info_region_csv(), encoding="utf-8")
 
 
+def slot_of_day(time_ids, slots_per_day: int) -> np.ndarray:
+    """0-based slot of the day ``(time_id - 1) % S`` of 1-based time id(s) (SPEC 3).
+
+    Time ids start at 1 on a day boundary and every day has ``S`` slots, so
+    this holds on the reference days and on the original days alike.
+    """
+    if slots_per_day < 1:
+        raise ValueError(f"slots_per_day must be >= 1, got {slots_per_day}")
+    return (np.asarray(time_ids, dtype=np.int64) - 1) % slots_per_day
+
+
 @dataclass(frozen=True)
 class TimeAxis:
     """The contest's time slots (SPEC section 3).
@@ -216,7 +227,7 @@ class TimeAxis:
 
     def slot_of_day(self, time_ids) -> np.ndarray:
         """0-based slot of the day of 1-based time id(s)."""
-        return (np.asarray(time_ids) - 1) % self.slots_per_day
+        return slot_of_day(time_ids, self.slots_per_day)
 
     def clock(self, slot_of_day) -> tuple[np.ndarray, np.ndarray]:
         """(hour, minute) of 0-based slot(s) of the day."""
@@ -245,12 +256,17 @@ class TimeAxis:
         """Read an ``info_time.csv`` (path or text) back into a TimeAxis."""
         text = Path(source).read_text(encoding="utf-8-sig") if not isinstance(source, str) or "\n" not in source else source
         rows = [r for r in csv.reader(io.StringIO(text.replace("\r\n", "\n"))) if r]
-        if ",".join(c.strip() for c in rows[0]) != INFO_TIME_HEADER:
+        if not rows or ",".join(c.strip() for c in rows[0]) != INFO_TIME_HEADER:
             raise ValueError(f"info_time: line 1: expected header {INFO_TIME_HEADER!r}")
         body = rows[1:]
-        kinds = [r[0] for r in body]
-        days = [int(r[2]) for r in body]
-        clock = [int(r[3]) * 60 + int(r[4]) for r in body]
+        if not body:
+            raise ValueError("info_time: the file has a header but no rows")
+        try:
+            kinds = [r[0] for r in body]
+            days = [int(r[2]) for r in body]
+            clock = [int(r[3]) * 60 + int(r[4]) for r in body]
+        except (IndexError, ValueError) as exc:
+            raise ValueError(f"info_time: malformed row, expected ref/org,time_id,day,hour,min ({exc})") from None
         per_day = []
         for d in days:
             if not per_day or per_day[-1][0] != d:

@@ -76,6 +76,10 @@ _DIGIT = np.zeros(256, dtype=bool)
 _DIGIT[ord("0"):ord("9") + 1] = True
 _NUMERIC_OK = _DIGIT.copy()
 _NUMERIC_OK[[ord(","), ord("\n")]] = True
+# One-column files (etable, etraces): a comma is not a separator there, so it
+# must not pass the byte check (it would be parsed as a digit).
+_NUMERIC_1COL_OK = _DIGIT.copy()
+_NUMERIC_1COL_OK[ord("\n")] = True
 
 
 # =============================================================================
@@ -304,7 +308,7 @@ def _fast_numeric(buf: np.ndarray, n_rows: int, ncols: int) -> np.ndarray | None
     """
     if n_rows == 0:
         return np.zeros((0, ncols), dtype=np.int64)
-    if not _NUMERIC_OK[buf].all():
+    if not (_NUMERIC_OK if ncols > 1 else _NUMERIC_1COL_OK)[buf].all():
         return None
     is_sep = buf == ord("\n")
     if ncols > 1:
@@ -540,10 +544,7 @@ def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bo
     fast = _fast_distinct(distinct, M, allow_sets)
     if fast is not None:
         key_set, sizes, members = fast
-        base = SetTable.singletons(M)
-        sets = SetTable(M, np.concatenate([base.indptr, M + np.cumsum(sizes)]),
-                        np.concatenate([base.members, members])) if len(sizes) else base
-        return key_set[codes].astype(np.int32), sets
+        return key_set[codes].astype(np.int32), SetTable.from_members(M, sizes, members)
     key_set = np.empty(len(distinct), dtype=np.int64)
     key_error: dict[int, str] = {}
     generalized: dict[tuple, int] = {}           # canonical member tuple -> set id
@@ -565,24 +566,21 @@ def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bo
         issues.add_counted(len(bad_rows), (
             _issue(i + first_line, column, show_value(cells[i]), key_error[int(codes[i])])
             for i in bad_rows[:20]))
-    sets = _set_table(M, list(generalized))
-    return key_set[codes].astype(np.int32), sets
-
-
-def _set_table(M: int, generalized: list) -> SetTable:
-    """SetTable of the singletons, the deletion and the canonical ``generalized`` tuples."""
-    base = SetTable.singletons(M)
-    if not generalized:
-        return base
-    sizes = np.fromiter(map(len, generalized), dtype=np.int64, count=len(generalized))
-    members = np.fromiter((r for g in generalized for r in g), dtype=np.int32, count=int(sizes.sum()))
-    indptr = np.concatenate([base.indptr, M + np.cumsum(sizes)])
-    return SetTable(M, indptr, np.concatenate([base.members, members]))
+    # the canonical tuples are sorted and in set id order
+    return key_set[codes].astype(np.int32), SetTable.from_sets(M, list(generalized))
 
 
 # =============================================================================
 # Row structure: (id, time_id) sorted and complete
 # =============================================================================
+
+def _expected_ids(issues: IssueCollector, values: np.ndarray, expected: np.ndarray, column: str,
+                  plural: str) -> None:
+    """Flag every row whose ``column`` value is not one of ``expected`` (ascending)."""
+    idx = np.flatnonzero(~np.isin(values, expected))
+    issues.add_counted(len(idx), (_issue(i + 2, column, values[i], f"{column} {values[i]} is not one of the "
+                                         f"expected {plural} ({_describe_ids(expected)})") for i in idx[:20]))
+
 
 def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: str,
                 users, time_ids, pseudonyms: bool = False):
@@ -602,18 +600,12 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
     tcol = "time_id"
     if users is not None:
         users = np.asarray(users, dtype=np.int64)
-        bad = ~np.isin(u, users)
-        idx = np.flatnonzero(bad)
-        issues.add_counted(len(idx), (_issue(i + 2, ucol, u[i], f"{ucol} {u[i]} is not one of the expected "
-                                             f"{ucol}s ({_describe_ids(users)})") for i in idx[:20]))
+        _expected_ids(issues, u, users, ucol, f"{ucol}s")
     else:
         _at_least_one(issues, u, ucol)
     if time_ids is not None:
         time_ids = np.asarray(time_ids, dtype=np.int64)
-        bad = ~np.isin(t, time_ids)
-        idx = np.flatnonzero(bad)
-        issues.add_counted(len(idx), (_issue(i + 2, tcol, t[i], f"time_id {t[i]} is not one of the expected "
-                                             f"time ids ({_describe_ids(time_ids)})") for i in idx[:20]))
+        _expected_ids(issues, t, time_ids, tcol, "time ids")
     else:
         _at_least_one(issues, t, tcol)
     if users is not None and time_ids is not None and n != len(users) * len(time_ids):

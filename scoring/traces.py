@@ -91,15 +91,27 @@ class SetTable:
         return cls(M, indptr, np.arange(M, dtype=np.int32))
 
     @classmethod
+    def from_members(cls, M: int, sizes, members) -> "SetTable":
+        """Singletons, the deletion, then generalized sets given back to back.
+
+        Args:
+            sizes: (g,) number of regions of each generalized set (>= 2 each).
+            members: (sum sizes,) int 0-based regions, set after set, each set
+                sorted ascending.
+        """
+        base = cls.singletons(M)
+        sizes = np.asarray(sizes, dtype=np.int64)
+        if len(sizes) == 0:
+            return base
+        indptr = np.concatenate([base.indptr, M + np.cumsum(sizes)])
+        return cls(M, indptr, np.concatenate([base.members, np.asarray(members, dtype=np.int32)]))
+
+    @classmethod
     def from_sets(cls, M: int, generalized: list) -> "SetTable":
         """Singletons, the deletion, then each of ``generalized`` (iterables of >= 2 distinct regions)."""
-        base = cls.singletons(M)
-        if not generalized:
-            return base
         arrays = [np.sort(np.asarray(list(g), dtype=np.int32)) for g in generalized]
         sizes = np.array([len(a) for a in arrays], dtype=np.int64)
-        indptr = np.concatenate([base.indptr, M + np.cumsum(sizes)])
-        return cls(M, indptr, np.concatenate([base.members, *arrays]))
+        return cls.from_members(M, sizes, np.concatenate(arrays) if arrays else np.zeros(0, np.int32))
 
 
 @dataclass(frozen=True)

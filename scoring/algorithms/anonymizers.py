@@ -29,6 +29,7 @@ from scipy.special import lambertw
 from ..grid import Grid
 from ..scores import utility
 from ..traces import AnonymizedTraces, SetTable, Traces
+from .attacks import visit_counts
 from .registry import Param, register
 
 __all__ = [
@@ -134,10 +135,8 @@ def mrlh(grid: Grid, original: Traces, rng: np.random.Generator, *, mu_x: int = 
     region_set = block_set[block]                    # (M,), -1 only for multi-region blocks not used
     events = np.where(deleted, M, region_set[original.regions]).astype(np.int32)
 
-    members = order[np.isin(block[order], used)].astype(np.int32)  # grouped by ascending block
-    base = SetTable.singletons(M)
-    indptr = np.concatenate([base.indptr, M + np.cumsum(sizes[used])]).astype(np.int64)
-    sets = SetTable(M, indptr, np.concatenate([base.members, members]).astype(np.int32))
+    members = order[np.isin(block[order], used)]     # grouped by ascending block, sorted within
+    sets = SetTable.from_members(M, sizes[used], members)
     return AnonymizedTraces(original.user_ids.copy(), original.time_ids.copy(), events, sets)
 
 
@@ -500,7 +499,7 @@ def kmeans_anonymize(grid: Grid, original: Traces, rng: np.random.Generator, *, 
 
     # (1) k-means on visit-count vectors.
     rows = np.repeat(np.arange(m), L)
-    counts = np.bincount(rows * M + flat, minlength=m * M).reshape(m, M).astype(np.float64)
+    counts = visit_counts(original, M)                             # (m, M) float64
     labels, centres = kmeans(sp.csr_matrix(counts), int(k), rng, int(iterations))
     means = centres[labels]                                        # (m, M) mu_c of each user's cluster
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..grid import slot_of_day
 from ..traces import AnonymizedTraces, Traces
 from .registry import Param, register
 
@@ -54,6 +55,12 @@ _SET_CHUNK = 2048  # generalized sets per chunk: (chunk x users) float64 = 32 MB
 
 
 # ----------------------------------------------------------------------------- helpers
+
+def count_matrix(rows: np.ndarray, cols: np.ndarray, n_rows: int, n_cols: int) -> np.ndarray:
+    """(n_rows, n_cols) float64 number of times each (row, col) pair occurs (one bincount)."""
+    flat = np.asarray(rows, dtype=np.int64) * n_cols + np.asarray(cols, dtype=np.int64)
+    return np.bincount(flat, minlength=n_rows * n_cols).reshape(n_rows, n_cols).astype(np.float64)
+
 
 def visit_counts(traces: Traces, M: int, time_mask=None) -> np.ndarray:
     """Visit counts per user and region.
@@ -69,8 +76,7 @@ def visit_counts(traces: Traces, M: int, time_mask=None) -> np.ndarray:
     regions = traces.regions if time_mask is None else traces.regions[:, np.asarray(time_mask, bool)]
     m = traces.m
     rows = np.repeat(np.arange(m, dtype=np.int64), regions.shape[1])
-    flat = rows * M + regions.reshape(-1).astype(np.int64)
-    return np.bincount(flat, minlength=m * M).reshape(m, M).astype(np.float64)
+    return count_matrix(rows, regions.reshape(-1), m, M)
 
 
 def visit_probabilities(traces: Traces, M: int, time_mask=None, delta: float = DELTA) -> np.ndarray:
@@ -93,7 +99,33 @@ def visit_probabilities(traces: Traces, M: int, time_mask=None, delta: float = D
 
 def slot_mask(time_ids, slots_per_day: int, slots) -> np.ndarray:
     """(L,) bool: time ids whose 0-based slot of the day ``(time_id-1) % S`` is in ``slots``."""
-    return np.isin((np.asarray(time_ids) - 1) % slots_per_day, np.asarray(slots, dtype=np.int64))
+    return np.isin(slot_of_day(time_ids, slots_per_day), np.asarray(slots, dtype=np.int64))
+
+
+#: HomeProb's window (seed 001 2.2.3: "between 8:00 and 8:59"), minutes after midnight, end excluded.
+HOME_WINDOW = (8 * 60, 9 * 60)
+
+
+def home_slots(axis) -> str:
+    """HomeProb's ``home_slots`` on a contest time axis: the 0-based slots of the day that
+    start within 8:00-8:59 (``"0,1"`` on the 2019 axis of 30-minute slots from 8:00).
+
+    Args:
+        axis: a :class:`~scoring.grid.TimeAxis` (``slots_per_day``, ``start_minute``,
+            ``slot_minutes``).
+
+    Returns:
+        Comma-separated slots, e.g. ``"2,3"`` for 30-minute slots from 7:00. A day
+        with no slot starting at 8 o'clock (e.g. one starting at 9:00) uses the
+        slots of its first hour instead, the same idea (people are still at
+        home at the start of the day); this is our decision, SPEC 10 only
+        names 8:00-8:59.
+    """
+    start = axis.start_minute + np.arange(axis.slots_per_day) * axis.slot_minutes
+    slots = np.flatnonzero((start >= HOME_WINDOW[0]) & (start < HOME_WINDOW[1]))
+    if not len(slots):
+        slots = np.flatnonzero(start < axis.start_minute + 60)
+    return ",".join(str(int(s)) for s in slots)
 
 
 def parse_slots(text: str) -> list[int]:
@@ -169,7 +201,7 @@ def log_likelihood(P: np.ndarray, pub: AnonymizedTraces, time_mask=None, *,
         rows, sets = rows[keep], sets[keep]
 
     single = sets < M
-    counts = np.bincount(rows[single] * M + sets[single], minlength=n * M).reshape(n, M).astype(np.float64)
+    counts = count_matrix(rows[single], sets[single], n, M)
     logP = np.log(P)
     ll = counts @ logP.T  # (n, users): one BLAS product for all single-region events
 
@@ -317,9 +349,11 @@ _SAMPLE_HOME = Param("sample_2019", bool, False,
                      "reproduce the 2019 program: at most 10 random regions of a generalized set "
                      "(the 2019 HomeProb used every 8:00-8:59 event; see the module doc)")
 _DELTA = Param("delta", float, DELTA, "visit probability given to a region never visited in R (seed 001: 1e-8)")
-_S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (SPEC 3)")
+_S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (SPEC 3); "
+           "set it from the contest's time axis with Algorithm.axis_params")
 _HOME = Param("home_slots", str, "0,1",
-              "0-based slots of the day used by HomeProb: 8:00 and 8:30 = 8:00-8:59 (seed 001, 2.2.3)")
+              "0-based slots of the day used by HomeProb: 8:00 and 8:30 = 8:00-8:59 (seed 001, 2.2.3) on the "
+              "2019 axis; home_slots(axis) / Algorithm.axis_params give them on another axis")
 
 
 # ----------------------------------------------------------------------------- re-identification
@@ -328,6 +362,10 @@ def _visitprob_loglik(grid, reference, pub, rng, *, delta, sample_2019, slots=No
     if slots is None:
         ref_mask = pub_mask = None
     else:
+        bad = [s for s in slots if not 0 <= s < slots_per_day]
+        if bad:
+            raise ValueError(f"home_slots: slot {bad[0]} is outside 0..{slots_per_day - 1} "
+                             f"(slots_per_day = {slots_per_day})")
         ref_mask = slot_mask(reference.time_ids, slots_per_day, slots)
         pub_mask = slot_mask(pub.time_ids, slots_per_day, slots)
     P = visit_probabilities(reference, grid.M, ref_mask, delta)

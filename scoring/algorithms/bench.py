@@ -22,14 +22,15 @@ figure is the minimum of ``--repeat`` runs.
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
+from ..bench import _best
+from ..bench import _peak_rss_mb as peak_rss_mb
 from ..grid import Grid
+from ..pseudonymize import pseudonymize
 from ..traces import AnonymizedTraces, Traces
 from .registry import all_algorithms, get
 
@@ -39,11 +40,6 @@ OFFICIAL_2019 = {  # seconds, measured on a machine of this kind (issue 3)
     ("I2-VisitProb", "tiled-400"): 357.0,
     ("T2-VisitProb", "tiled-400"): 226.0,
 }
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process in MB (Linux reports kB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
 def _tile_days(traces: Traces, days: int, slots_per_day: int, first_time_id: int,
@@ -91,19 +87,12 @@ def datasets(data: Path):
 
 
 def pseudonymized(anon: AnonymizedTraces, rng: np.random.Generator) -> AnonymizedTraces:
-    """Pubtraces of ``anon``: rows permuted, pseudonyms m+1..2m (as SPEC 6, seeded for the bench)."""
-    perm = rng.permutation(anon.m)
-    return AnonymizedTraces(np.arange(anon.m + 1, 2 * anon.m + 1, dtype=np.int64), anon.time_ids,
-                            anon.events[perm], anon.sets)
+    """Pubtraces of ``anon`` as the judge makes them (SPEC 6), seeded from ``rng`` for the bench."""
+    return pseudonymize(anon, seed=int(rng.integers(2 ** 32))).pubtraces
 
 
 def _time(fn, repeat: int) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return _best(fn, repeat)[0]
 
 
 def main(argv=None) -> int:

@@ -2,9 +2,11 @@
 
 - ``anonymize NAME TRUTH OUT [--param key=value ...] [--seed N] [--grid F]``
   runs an anonymizer on original traces and writes an anotraces file.
-- ``attack NAME REFERENCE PUBTRACES OUT [--param key=value ...] [--seed N] [--grid F]``
+- ``attack NAME REFERENCE PUBTRACES OUT [--param key=value ...] [--seed N] [--grid F] [--time F]``
   runs an attack with the reference traces against a pubtraces file and writes
-  an etable (re-identification attacks) or an etraces file (trace inference).
+  an etable (re-identification attacks) or an etraces file (trace inference);
+  ``--time info_time.csv`` sets the slot-of-day parameters from the contest's
+  time axis (:meth:`~scoring.algorithms.registry.Algorithm.axis_params`).
 - ``algorithms [--kind KIND] [--json]`` lists the algorithms, kinds, whether
   the judge runs them by default, and their parameters with defaults and docs.
 
@@ -17,12 +19,9 @@ from __future__ import annotations
 import json
 
 from .. import io as sio
-from ..grid import Grid
+from ..cli import _add_grid, _grid
+from ..grid import TimeAxis
 from .registry import KINDS, all_algorithms, get
-
-
-def _grid(args) -> Grid:
-    return Grid.from_info_region(args.grid) if args.grid else Grid()
 
 
 def parse_params(items) -> dict[str, str]:
@@ -59,7 +58,8 @@ def cmd_anonymize(args) -> int:
 
 def cmd_attack(args) -> int:
     algorithm = _algorithm(args.name, ("reidentification", "trace_inference"))
-    params = algorithm.resolve(parse_params(args.param))
+    axis = algorithm.axis_params(TimeAxis.from_info_time(args.time)) if args.time else {}
+    params = algorithm.resolve({**axis, **parse_params(args.param)})  # an explicit --param wins
     grid = _grid(args)
     reference = sio.read_traces(args.reference, grid)
     pub = sio.read_pubtraces(args.pubtraces, grid)
@@ -105,8 +105,7 @@ def _add_common(p) -> None:
     p.add_argument("--param", action="append", metavar="KEY=VALUE", default=[],
                    help="set a parameter (repeatable); see `python -m scoring algorithms`")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible run)")
-    p.add_argument("--grid", metavar="INFO_REGION_CSV", default=None,
-                   help="info_region.csv of the contest grid (default: the 2019 Tokyo 32x32 grid)")
+    _add_grid(p)
 
 
 def register(subparsers) -> None:
@@ -124,6 +123,9 @@ def register(subparsers) -> None:
     p.add_argument("pubtraces", metavar="PUBTRACES", help="pubtraces (pse_id,time_id,reg_id)")
     p.add_argument("out", metavar="OUT", help="etable (re-identification) or etraces (trace inference) to write")
     _add_common(p)
+    p.add_argument("--time", metavar="INFO_TIME_CSV", default=None,
+                   help="info_time.csv of the contest: sets slots_per_day and home_slots "
+                        "(default: the 2019 axis, 20 slots from 8:00)")
     p.set_defaults(func=cmd_attack)
 
     p = subparsers.add_parser("algorithms", help="list the algorithms and their parameters")

@@ -75,9 +75,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
 
+from ..grid import slot_of_day
 from ..traces import AnonymizedTraces, Traces
-from .attacks import (DELTA, _membership, argmax_first, deobfuscate_2019, greedy_unique_argmax,
-                      log_likelihood, traces_from_assignment, visit_counts, visit_probabilities)
+from .attacks import (_S, DELTA, _membership, _set_rows, argmax_first, count_matrix, deobfuscate_2019,
+                      greedy_unique_argmax, log_likelihood, traces_from_assignment, visit_counts,
+                      visit_probabilities)
 from .registry import Param, register
 
 ETA0 = 0.33  # paper 5.3: optimal eta0 of the fuzzy counting
@@ -117,11 +119,8 @@ def event_counts(pub: AnonymizedTraces, time_mask=None) -> np.ndarray:
     generalized set 1/|G| for each member, a deletion nothing."""
     M = pub.sets.M
     n = pub.m
-    events = pub.events if time_mask is None else pub.events[:, np.asarray(time_mask, bool)]
-    rows = np.repeat(np.arange(n, dtype=np.int64), events.shape[1])
-    ev = events.reshape(-1).astype(np.int64)
-    single = ev < M
-    out = np.bincount(rows[single] * M + ev[single], minlength=n * M).reshape(n, M).astype(np.float64)
+    rows, ev = _set_rows(pub, time_mask)
+    out = _single_counts(pub, time_mask)
     gen = ev > M
     if gen.any():
         used, inverse = np.unique(ev[gen], return_inverse=True)
@@ -240,8 +239,8 @@ class _ReferenceBySlot:
                  need_modal=True):
         S = slots_per_day
         m, M = reference.m, grid.M
-        ref_slot = (reference.time_ids - 1) % S
-        self.slot = ((np.asarray(pub_time_ids) - 1) % S).astype(np.int64)
+        ref_slot = slot_of_day(reference.time_ids, S)
+        self.slot = slot_of_day(pub_time_ids, S)
         self.medoid = np.zeros((m, S), dtype=np.int32)
         self.modal = np.zeros((m, S), dtype=np.int32)
         self.modal_count = np.zeros((m, S), dtype=np.int64)
@@ -307,7 +306,6 @@ _FUZZY = (
     Param("coarsen", bool, True, "compare at the published resolution: sum both sides over the generalized "
           "sets' coarse cells (ours; the paper's data had no generalization to speak of)"),
 )
-_S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (SPEC 3)")
 
 
 def _fuzzy_kw(params):
@@ -514,10 +512,8 @@ def t7_refinement(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score=
     return traces_from_assignment(reference, pub, user_index, out.astype(np.int32), rng, M)
 
 
-def _single_counts(pub: AnonymizedTraces) -> np.ndarray:
-    """(n, M) float64 counts of the single-region events only."""
-    M, n = pub.sets.M, pub.m
-    rows = np.repeat(np.arange(n, dtype=np.int64), pub.L)
-    ev = pub.events.reshape(-1).astype(np.int64)
-    single = ev < M
-    return np.bincount(rows[single] * M + ev[single], minlength=n * M).reshape(n, M).astype(np.float64)
+def _single_counts(pub: AnonymizedTraces, time_mask=None) -> np.ndarray:
+    """(n, M) float64 counts of the single-region events only (optionally at ``time_mask`` (L,))."""
+    rows, ev = _set_rows(pub, time_mask)
+    single = ev < pub.sets.M
+    return count_matrix(rows[single], ev[single], pub.m, pub.sets.M)

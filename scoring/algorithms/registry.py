@@ -74,6 +74,24 @@ class Algorithm:
             values[key] = known[key].parse(value) if isinstance(value, str) else value
         return values
 
+    def axis_params(self, axis) -> dict[str, Any]:
+        """Parameter values that follow from the contest's time axis (SPEC 3).
+
+        ``slots_per_day`` (the slot of the day of a time id) and HomeProb's
+        ``home_slots`` (the slots starting within 8:00-8:59) default to the
+        2019 axis; a contest with another :class:`~scoring.grid.TimeAxis`
+        passes these to :meth:`run`: ``alg.run(..., **alg.axis_params(axis))``.
+        Only the parameters this algorithm has are returned.
+        """
+        from .attacks import home_slots  # attacks imports this module
+        names = {p.name for p in self.params}
+        out: dict[str, Any] = {}
+        if "slots_per_day" in names:
+            out["slots_per_day"] = int(axis.slots_per_day)
+        if "home_slots" in names:
+            out["home_slots"] = home_slots(axis)
+        return out
+
     def run(self, *args, seed: int | None = None, rng: np.random.Generator | None = None, **overrides):
         """Run with defaults updated by ``overrides``; deterministic given ``seed``."""
         if rng is None:
