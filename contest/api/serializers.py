@@ -1,0 +1,155 @@
+"""Thin serializers of the contest's objects (no rules here: see permissions and services)."""
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from contest.models import (AnonymizedSet, Attack, Award, Contest, Dataset, Job, Phase, PublicSet, Round, Score,
+                            StoredFile, Team)
+
+
+class StoredFileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = StoredFile
+        fields = ["id", "name", "sha256", "size", "content_type", "created_at"]
+
+
+class PhaseSerializer(serializers.ModelSerializer):
+    opens_at_local = serializers.SerializerMethodField()
+    closes_at_local = serializers.SerializerMethodField()
+    is_open = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Phase
+        fields = ["id", "kind", "opens_at", "closes_at", "opens_at_local", "closes_at_local", "closed_at", "is_open"]
+
+    def get_opens_at_local(self, obj) -> str:
+        return obj.local(obj.opens_at).isoformat()
+
+    def get_closes_at_local(self, obj) -> str:
+        return obj.local(obj.closes_at).isoformat()
+
+    def get_is_open(self, obj) -> bool:
+        return obj.is_open()
+
+
+class RoundSerializer(serializers.ModelSerializer):
+    phases = PhaseSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Round
+        fields = ["id", "number", "name", "weight", "ref_days", "org_days", "generated_at", "phases"]
+
+
+class ContestSerializer(serializers.ModelSerializer):
+    rounds = RoundSerializer(many=True, read_only=True)
+    results_published = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Contest
+        exclude = ["organizers", "seed", "synthesizer_params"]
+
+    def get_results_published(self, obj) -> bool:
+        return obj.results_published_at is not None
+
+
+class TeamSerializer(serializers.ModelSerializer):
+    members = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Team
+        fields = ["id", "number", "name", "approved", "members"]
+
+    def get_members(self, obj) -> list[dict]:
+        return [{"username": m.user.username, "role": m.role} for m in obj.memberships.select_related("user")]
+
+
+class DatasetSerializer(serializers.ModelSerializer):
+    round = serializers.IntegerField(source="round.number")
+    team_name = serializers.CharField(source="team.name", default=None)
+    reference = StoredFileSerializer(read_only=True)
+    original = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Dataset
+        fields = ["id", "round", "kind", "number", "team_name", "challenge", "label", "reference", "original",
+                  "generator", "created_at"]
+
+    def get_original(self, obj) -> dict | None:
+        # Only shown where the permissions module allows reading it (the view passes the decision).
+        allowed = self.context.get("original_allowed", {})
+        return StoredFileSerializer(obj.original).data if allowed.get(obj.pk) else None
+
+
+class AnonymizedSetSerializer(serializers.ModelSerializer):
+    dataset_label = serializers.CharField(source="dataset.label")
+    round = serializers.IntegerField(source="dataset.round.number")
+    file = StoredFileSerializer(read_only=True)
+
+    class Meta:
+        model = AnonymizedSet
+        fields = ["id", "dataset", "dataset_label", "round", "seq", "file", "status", "errors", "error_total", "s_u",
+                  "valid", "selected", "final", "created_at", "scored_at"]
+
+
+class PublicSetSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(source="dataset.label")
+    round = serializers.IntegerField(source="dataset.round.number")
+    kind = serializers.CharField(source="dataset.kind")
+    team_number = serializers.IntegerField(source="dataset.number")
+    challenge = serializers.IntegerField(source="dataset.challenge")
+    reference_dataset = serializers.IntegerField(source="dataset.id")
+    pubtraces = StoredFileSerializer(read_only=True)
+
+    class Meta:
+        model = PublicSet
+        fields = ["id", "label", "round", "kind", "team_number", "challenge", "reference_dataset", "pubtraces",
+                  "commitment", "created_at"]
+
+
+class AttackSerializer(serializers.ModelSerializer):
+    attacker_number = serializers.IntegerField(source="attacker.number")
+    target_label = serializers.CharField(source="target.dataset.label")
+    file = StoredFileSerializer(read_only=True)
+
+    class Meta:
+        model = Attack
+        fields = ["id", "attacker_number", "target", "target_label", "kind", "seq", "file", "status", "errors",
+                  "error_total", "score", "created_at", "scored_at"]
+
+
+class JobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Job
+        fields = ["id", "kind", "status", "progress", "message", "error", "attempts", "created_at", "started_at",
+                  "finished_at"]
+
+
+class ScoreSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(source="dataset.label")
+
+    class Meta:
+        model = Score
+        fields = ["id", "label", "metric", "value", "anonymized_set", "attack", "current", "computed_at"]
+
+
+class AwardSerializer(serializers.ModelSerializer):
+    team_number = serializers.IntegerField(source="team.number")
+    team_name = serializers.CharField(source="team.name")
+
+    class Meta:
+        model = Award
+        fields = ["award", "title", "team_number", "team_name", "value"]
+
+
+class UploadSerializer(serializers.Serializer):
+    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV")
+
+
+class AttackUploadSerializer(UploadSerializer):
+    kind = serializers.ChoiceField(choices=[Attack.ETABLE, Attack.ETRACES])
+
+
+class UploadAcceptedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    job = JobSerializer()

@@ -1,0 +1,43 @@
+"""API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
+from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.authtoken.views import obtain_auth_token
+
+from contest.api import docs, views as v
+
+urlpatterns = [
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", docs.api_docs, name="api-docs"),
+    path("contests/", v.ContestList.as_view(), name="api-contests"),
+    path("contests/<slug:slug>/", v.ContestDetail.as_view(), name="api-contest"),
+    path("contests/<slug:slug>/me/", v.MyTeam.as_view(), name="api-me"),
+    path("contests/<slug:slug>/datasets/", v.DatasetList.as_view(), name="api-datasets"),
+    path("contests/<slug:slug>/public-sets/", v.PublicSetList.as_view(), name="api-public-sets"),
+    path("contests/<slug:slug>/anonymized-sets/", v.AnonymizedSetList.as_view(), name="api-anonymized-sets"),
+    path("contests/<slug:slug>/attacks/", v.AttackList.as_view(), name="api-attacks"),
+    path("contests/<slug:slug>/scores/", v.MyScores.as_view(), name="api-my-scores"),
+    path("contests/<slug:slug>/jobs/", v.JobList.as_view(), name="api-jobs"),
+    path("contests/<slug:slug>/results/", v.Results.as_view(), name="api-results"),
+    path("contests/<slug:slug>/leaderboard/", v.Results.as_view(part="leaderboard"), name="api-leaderboard"),
+    path("contests/<slug:slug>/attack-matrix/", v.Results.as_view(part="matrix"), name="api-attack-matrix"),
+    path("contests/<slug:slug>/awards/", v.Results.as_view(part="awards"), name="api-awards"),
+    path("contests/<slug:slug>/rescore/", v.ContestRescore.as_view(), name="api-rescore"),
+    path("contests/<slug:slug>/snapshot/", v.ContestSnapshot.as_view(), name="api-snapshot"),
+    path("contests/<slug:slug>/publish/", v.ContestPublish.as_view(), name="api-publish"),
+    path("rounds/<int:pk>/generate/", v.RoundGenerate.as_view(), name="api-round-generate"),
+    path("rounds/<int:pk>/close/", v.RoundClose.as_view(), name="api-round-close"),
+    path("rounds/<int:pk>/info_region.csv", v.RoundFile.as_view(), {"which": "info_region"}, name="api-info-region"),
+    path("rounds/<int:pk>/info_time.csv", v.RoundFile.as_view(), {"which": "info_time"}, name="api-info-time"),
+    path("datasets/<int:pk>/anonymized-sets/", v.AnonymizedSetUpload.as_view(), name="api-anonymized-upload"),
+    path("datasets/<int:pk>/reference/", v.DatasetFile.as_view(), {"which": "reference"}, name="api-reference"),
+    path("datasets/<int:pk>/original/", v.DatasetFile.as_view(), {"which": "original"}, name="api-original"),
+    path("anonymized-sets/<int:pk>/", v.AnonymizedSetDetail.as_view(), name="api-anonymized-set"),
+    path("anonymized-sets/<int:pk>/select/", v.AnonymizedSetSelect.as_view(), name="api-anonymized-select"),
+    path("public-sets/<int:pk>/attacks/", v.AttackUpload.as_view(), name="api-attack-upload"),
+    path("public-sets/<int:pk>/pubtraces/", v.PublicSetFile.as_view(), {"which": "pubtraces"}, name="api-pubtraces"),
+    path("public-sets/<int:pk>/ptable/", v.PublicSetFile.as_view(), {"which": "ptable"}, name="api-ptable"),
+    path("attacks/<int:pk>/", v.AttackDetail.as_view(), name="api-attack"),
+    path("jobs/<int:pk>/", v.JobDetail.as_view(), name="api-job"),
+    path("files/<int:pk>/", v.FileDownload.as_view(), name="api-file"),
+]

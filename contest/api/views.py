@@ -1,0 +1,368 @@
+"""REST API views: thin; who-may-what comes from ``contest.permissions``, work from ``contest.services``."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import NotAuthenticated, PermissionDenied, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from contest import permissions, selectors
+from contest.api import serializers as S
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, Round, StoredFile
+from contest.services import results as results_service
+from contest.services import setup as setup_service
+from contest.services import storage, uploads
+from contest.services.generation import request_generation
+from contest.services.jobs import create_job
+from contest.services.judge import request_close
+
+
+def _require(decision, user):
+    if not decision:
+        if not getattr(user, "is_authenticated", False):
+            raise NotAuthenticated(decision.reason)
+        raise PermissionDenied(decision.reason)
+
+
+def stream_file(stored: StoredFile) -> StreamingHttpResponse:
+    """The exact stored bytes, streamed, with their SHA-256 for the client to check."""
+    response = StreamingHttpResponse(storage.iter_bytes(stored), content_type=stored.content_type or "text/csv")
+    response["Content-Length"] = str(stored.size)
+    response["Content-Disposition"] = f'attachment; filename="{stored.name}"'
+    response["ETag"] = f'"{stored.sha256}"'
+    response["X-Content-SHA256"] = stored.sha256
+    return response
+
+
+def _upload(request) -> tuple[bytes, str]:
+    f = request.FILES.get("file")
+    if f is None:
+        raise ValidationError({"file": ["a multipart field 'file' is required"]})
+    return f.read(), f.name or "upload.csv"
+
+
+# ----- contests, rounds, teams ----------------------------------------------------------
+class ContestList(APIView):
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+
+    @extend_schema(responses=S.ContestSerializer(many=True))
+    def get(self, request):
+        return Response(S.ContestSerializer(selectors.contests(), many=True).data)
+
+    @extend_schema(request={"application/json": {"type": "object", "properties": {"yaml": {"type": "string"}}}},
+                   responses={201: S.ContestSerializer})
+    def post(self, request):
+        """Organizers (superusers): create a contest from the YAML setup format (field ``yaml``)."""
+        if not (request.user.is_authenticated and request.user.is_superuser):
+            raise PermissionDenied("only site administrators create contests")
+        text = request.data.get("yaml")
+        if not text and "file" in request.FILES:
+            text = request.FILES["file"].read().decode("utf-8")
+        if not text:
+            raise ValidationError({"yaml": ["the contest setup YAML is required"]})
+        contest = setup_service.create_contest_from_yaml(text, actor=request.user)
+        return Response(S.ContestSerializer(contest).data, status=status.HTTP_201_CREATED)
+
+
+class ContestDetail(APIView):
+    @extend_schema(responses=S.ContestSerializer)
+    def get(self, request, slug):
+        return Response(S.ContestSerializer(get_object_or_404(selectors.contests(), slug=slug)).data)
+
+
+class MyTeam(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: OpenApiResponse(description="my role and team in the contest")})
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        team = permissions.team_of(request.user, contest)
+        return Response({
+            "username": request.user.username,
+            "organizer": permissions.is_organizer(request.user, contest),
+            "team": S.TeamSerializer(team).data if team else None,
+            "attack_targets": S.PublicSetSerializer(selectors.attack_targets(team), many=True).data if team else [],
+        })
+
+
+class DatasetList(APIView):
+    @extend_schema(responses=S.DatasetSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        visible = selectors.visible_datasets(request.user, contest)
+        ctx = {"original_allowed": {ds.pk: ok for ds, ok in visible}}
+        return Response(S.DatasetSerializer([ds for ds, _ in visible], many=True, context=ctx).data)
+
+
+class DatasetFile(APIView):
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="the exact file bytes")})
+    def get(self, request, pk, which):
+        ds = get_object_or_404(Dataset.objects.select_related("round__contest", "reference", "original"), pk=pk)
+        _require(permissions.can_read_dataset_file(request.user, ds, which), request.user)
+        return stream_file(ds.reference if which == "reference" else ds.original)
+
+
+class RoundFile(APIView):
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
+    def get(self, request, pk, which):
+        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        contest = rnd.contest
+        if not (permissions.is_organizer(request.user, contest) or permissions.team_of(request.user, contest)):
+            _require(permissions.deny("only the contest's teams can download data"), request.user)
+        stored = rnd.info_region if which == "info_region" else rnd.info_time
+        if stored is None:
+            raise ValidationError({which: ["the round's data is not generated yet"]})
+        return stream_file(stored)
+
+
+class PublicSetList(APIView):
+    @extend_schema(responses=S.PublicSetSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        return Response(S.PublicSetSerializer(selectors.visible_public_sets(request.user, contest), many=True).data)
+
+
+class PublicSetFile(APIView):
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="pubtraces / ptable")})
+    def get(self, request, pk, which):
+        ps = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest"), pk=pk)
+        _require(permissions.can_read_public_set(request.user, ps, which), request.user)
+        return stream_file(ps.pubtraces if which == "pubtraces" else ps.ptable)
+
+
+class FileDownload(APIView):
+    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(description="the exact bytes")})
+    def get(self, request, pk):
+        stored = get_object_or_404(StoredFile, pk=pk)
+        _require(permissions.can_read_file(request.user, stored), request.user)
+        return stream_file(stored)
+
+
+# ----- uploads ------------------------------------------------------------------------------
+class AnonymizedSetUpload(APIView):
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request=S.UploadSerializer, responses={202: S.AnonymizedSetSerializer})
+    def post(self, request, pk):
+        """Upload an anotraces file for dataset ``pk`` (your team's, challenge 1 or 2)."""
+        ds = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=pk)
+        content, name = _upload(request)
+        aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name)
+        aset.refresh_from_db()
+        data = S.AnonymizedSetSerializer(aset).data
+        job = Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk).first()
+        data["job"] = S.JobSerializer(job).data if job else None
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class AnonymizedSetList(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.AnonymizedSetSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        return Response(S.AnonymizedSetSerializer(selectors.anonymized_sets_for(request.user, contest), many=True).data)
+
+
+class AnonymizedSetDetail(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.AnonymizedSetSerializer)
+    def get(self, request, pk):
+        aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
+        _require(permissions.can_read_anonymized_set(request.user, aset), request.user)
+        return Response(S.AnonymizedSetSerializer(aset).data)
+
+
+class AnonymizedSetSelect(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(request=None, responses=S.AnonymizedSetSerializer)
+    def post(self, request, pk):
+        """Choose this upload as the team's final set for its dataset."""
+        aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
+        aset = uploads.select_anonymized_set(user=request.user, aset=aset)
+        return Response(S.AnonymizedSetSerializer(aset).data)
+
+
+class AttackUpload(APIView):
+    permission_classes = [IsAuthenticated]
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request=S.AttackUploadSerializer, responses={202: S.AttackSerializer})
+    def post(self, request, pk):
+        """Upload an etable or etraces (field ``kind``) against public set ``pk``."""
+        target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"), pk=pk)
+        team = permissions.team_of(request.user, target.dataset.round.contest)
+        if team is None:
+            raise PermissionDenied("only members of a team of this contest can upload attacks")
+        kind = request.data.get("kind")
+        content, name = _upload(request)
+        attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=kind,
+                                       content=content, name=name)
+        attack.refresh_from_db()
+        data = S.AttackSerializer(attack).data
+        job = Job.objects.filter(kind="score_attack", args__attack_id=attack.pk).first()
+        data["job"] = S.JobSerializer(job).data if job else None
+        return Response(data, status=status.HTTP_202_ACCEPTED)
+
+
+class AttackList(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.AttackSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        return Response(S.AttackSerializer(selectors.attacks_for(request.user, contest), many=True).data)
+
+
+class AttackDetail(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.AttackSerializer)
+    def get(self, request, pk):
+        attack = get_object_or_404(Attack.objects.select_related("attacker__contest", "target__dataset"), pk=pk)
+        _require(permissions.can_read_attack(request.user, attack), request.user)
+        return Response(S.AttackSerializer(attack).data)
+
+
+# ----- jobs and scores -------------------------------------------------------------------------
+class JobDetail(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.JobSerializer)
+    def get(self, request, pk):
+        job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
+        if not selectors.visible_job(request.user, job):
+            raise PermissionDenied("this job belongs to another team")
+        return Response(S.JobSerializer(job).data)
+
+
+class JobList(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.JobSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        return Response(S.JobSerializer(Job.objects.filter(contest=contest)[:200], many=True).data)
+
+
+class MyScores(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={200: OpenApiResponse(description="s_U of my uploads and the scores of my attacks")})
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        team = permissions.team_of(request.user, contest)
+        if team is None:
+            raise PermissionDenied("you are not in a team of this contest")
+        scores = selectors.team_scores(team)
+        return Response({k: S.ScoreSerializer(v, many=True).data for k, v in scores.items()})
+
+
+# ----- results (public once published) -------------------------------------------------------------
+class Results(APIView):
+    part = None
+
+    @extend_schema(responses={200: OpenApiResponse(description="published results (or live, for organizers with ?live=1)")})
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_view_results(request.user, contest), request.user)
+        if request.query_params.get("live") and permissions.is_organizer(request.user, contest):
+            data, awards = results_service.results_dict(contest), None
+        else:
+            snap = results_service.published_snapshot(contest)
+            if snap is None:
+                if not permissions.is_organizer(request.user, contest):
+                    raise PermissionDenied("results are not published yet")
+                data, awards = results_service.results_dict(contest), None
+            else:
+                data, awards = snap.data, S.AwardSerializer(snap.awards.select_related("team"), many=True).data
+        if self.part == "leaderboard":
+            return Response({"team_rounds": data.get("team_rounds"), "team_totals": data.get("team_totals"),
+                             "sets": data.get("sets"), "team_names": data.get("team_names")})
+        if self.part == "matrix":
+            return Response({"matrix": data.get("matrix"), "team_names": data.get("team_names")})
+        if self.part == "awards":
+            return Response({"awards": awards if awards is not None else data.get("awards"),
+                             "standings": data.get("standings"), "variant": data.get("variant"),
+                             "tie_break": data.get("tie_break")})
+        return Response(data)
+
+
+# ----- organizer commands ---------------------------------------------------------------------------------
+class _OrganizerCommand(APIView):
+    permission_classes = [IsAuthenticated]
+
+    def _job_response(self, job):
+        return Response(S.JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RoundGenerate(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, pk):
+        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        _require(permissions.can_manage_contest(request.user, rnd.contest), request.user)
+        with transaction.atomic():
+            job = request_generation(rnd, user=request.user)
+        return self._job_response(job)
+
+
+class RoundClose(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, pk):
+        """Close the anonymization phase now: freeze, pseudonymize, run the judge attacks."""
+        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        _require(permissions.can_manage_contest(request.user, rnd.contest), request.user)
+        from django.utils import timezone
+
+        from contest.models import Phase
+        with transaction.atomic():
+            phase = Phase.objects.select_for_update().filter(round=rnd, kind=Phase.ANONYMIZATION).first()
+            if phase is None:
+                raise ValidationError({"round": ["this round has no anonymization phase"]})
+            if phase.closes_at > timezone.now():  # closing early moves the deadline to now
+                Phase.objects.filter(pk=phase.pk).update(closes_at=timezone.now())
+            job = request_close(rnd, user=request.user)
+        return self._job_response(job)
+
+
+class ContestRescore(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        with transaction.atomic():
+            job = create_job("rescore", contest=contest, user=request.user, contest_id=contest.pk)
+        return self._job_response(job)
+
+
+class ContestPublish(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, slug):
+        """Compute the results from the score rows, snapshot them with the awards, and publish."""
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        with transaction.atomic():
+            job = create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk,
+                             publish=True)
+        return self._job_response(job)
+
+
+class ContestSnapshot(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, slug):
+        """Compute and store the results (still embargoed)."""
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        with transaction.atomic():
+            job = create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
+        return self._job_response(job)

@@ -1,0 +1,112 @@
+"""``python manage.py demo``: a ready demo contest with a web server and a real judge worker.
+
+Idempotent: migrates, creates the demo contest from ``contest/demo.yaml`` if
+it does not exist, generates round 1's data (built-in city model, small
+sizes), then starts a Celery worker and beat (subprocesses) and the web
+server on 127.0.0.1:$PORT (default 8000), prints the URL and the logins, and
+stops everything on Ctrl-C.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+DEMO_FILE = Path(__file__).resolve().parents[2] / "demo.yaml"
+LOGINS = [("organizer", "organizer-demo", "organizer (judge)"), ("alice", "alice-demo", "team Alpha member"),
+          ("bob", "bob-demo", "team Beta member")]
+
+
+class Command(BaseCommand):
+    help = "Set up the demo contest and run web + worker + beat until Ctrl-C."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-serve", action="store_true", help="only set up the demo data, start nothing")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+
+    def handle(self, *args, **opts):
+        call_command("migrate", interactive=False, verbosity=0)
+        contest = self._setup()
+        port = opts["port"]
+        base = f"http://127.0.0.1:{port}"
+        self._print_logins(contest, base)
+        if opts["no_serve"]:
+            return
+        self._serve(port, base)
+
+    def _setup(self):
+        from contest.models import Contest, Dataset
+        from contest.services.generation import generate_round_data
+        from contest.services.setup import create_contest_from_yaml
+
+        contest = Contest.objects.filter(slug="demo").first()
+        if contest is None:
+            self.stdout.write("creating the demo contest ...")
+            contest = create_contest_from_yaml(DEMO_FILE.read_text(encoding="utf-8"))
+        rnd = contest.rounds.order_by("number").first()
+        if not Dataset.objects.filter(round=rnd).exists():
+            self.stdout.write(f"generating {rnd.name} data (built-in city model, PPMTF+) ...")
+            t0 = time.time()
+            generate_round_data(rnd)
+            self.stdout.write(f"  {Dataset.objects.filter(round=rnd).count()} datasets in {time.time() - t0:.0f} s")
+        return contest
+
+    def _print_logins(self, contest, base):
+        w = self.stdout.write
+        w("")
+        w(f"TraceCup demo contest '{contest.name}'")
+        w(f"  public pages:   {base}/c/{contest.slug}/   (leaderboard: {base}/c/{contest.slug}/leaderboard/)")
+        w(f"  REST API:       {base}/api/contests/   docs: {base}/api/docs/   schema: {base}/api/schema/")
+        w(f"  Django admin:   {base}/admin/  (log in as the organizer after `manage.py createsuperuser`,")
+        w("                  or use the organizer console)")
+        w("  logins (username / password):")
+        for username, password, role in LOGINS:
+            w(f"    {username:10s} / {password:16s} {role}")
+        w("")
+
+    def _serve(self, port, base):
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        root = settings.BASE_DIR
+        py = sys.executable
+        cmds = {
+            "worker": [py, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", "2",
+                       "--without-mingle", "--without-gossip", "-n", f"demo{os.getpid()}@%h"],
+            "beat": [py, "-m", "celery", "-A", "contest", "beat", "-l", "INFO"],
+            "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        }
+        procs = {}
+        log_dir = Path(settings.VAR_DIR) / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for name, cmd in cmds.items():
+                log = open(log_dir / f"demo-{name}.log", "a")
+                # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
+                procs[name] = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                               start_new_session=True)
+            self.stdout.write(f"worker, beat and web started (logs in {log_dir}); open {base}/  -- Ctrl-C stops")
+            self.stdout.flush()
+            while True:
+                for name, p in procs.items():
+                    if p.poll() is not None:
+                        self.stderr.write(f"{name} exited with {p.returncode}; see {log_dir}/demo-{name}.log")
+                        return
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            self.stdout.write("stopping ...")
+        finally:
+            for name, p in procs.items():
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            for name, p in procs.items():
+                try:
+                    p.wait(20)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+            self.stdout.write("stopped web, worker and beat")

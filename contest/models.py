@@ -1,0 +1,477 @@
+"""The contest's data model, in the contest's own words (SPEC sections 1, 4-9, 12).
+
+Business rules live in ``contest.services``; reads in ``contest.selectors``;
+who-may-see-what in ``contest.permissions``. The only rules enforced here are
+integrity invariants: uniqueness constraints that make the submission limits
+race-free, and the immutability of stored files and of the audit log.
+"""
+from __future__ import annotations
+
+import secrets
+import zoneinfo
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from scoring.grid import DEFAULT_HOSPITALS, Grid, TimeAxis
+
+User = settings.AUTH_USER_MODEL
+
+IDP, TRP = 1, 2
+CHALLENGES = ((IDP, "re-identification (IDP)"), (TRP, "trace inference (TRP)"))
+
+
+def _default_hospitals():
+    return list(DEFAULT_HOSPITALS)
+
+
+def _default_judge_attacks():
+    return ["I1-rand", "I2-VisitProb", "I3-HomeProb", "T1-rand", "T2-VisitProb", "T3-HomeProb"]
+
+
+def _invitation_code():
+    return secrets.token_urlsafe(12)
+
+
+def _random_seed():
+    return secrets.randbelow(2**31)
+
+
+class ImmutableQuerySet(models.QuerySet):
+    """Refuses bulk update and delete: rows of these models are written once."""
+
+    def update(self, **kwargs):
+        raise PermissionError(f"{self.model.__name__} rows are append-only; update() is not allowed")
+
+    def delete(self):
+        raise PermissionError(f"{self.model.__name__} rows are append-only; delete() is not allowed")
+
+
+class StoredFile(models.Model):
+    """An uploaded or generated file, kept in the database, never edited or deleted.
+
+    ``blob`` holds the zlib-compressed bytes; ``sha256`` and ``size`` describe the
+    original (uncompressed) bytes, which a download returns exactly.
+    """
+
+    name = models.CharField(max_length=255, help_text="file name as uploaded or generated")
+    blob = models.BinaryField(help_text="zlib-compressed content")
+    sha256 = models.CharField(max_length=64, db_index=True)
+    size = models.BigIntegerField(help_text="bytes of the original content")
+    compressed_size = models.BigIntegerField()
+    content_type = models.CharField(max_length=100, default="text/csv")
+    uploaded_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ImmutableQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"{self.name} ({self.size} B, sha256 {self.sha256[:12]})"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None and StoredFile.objects.filter(pk=self.pk).exists():
+            raise PermissionError("a stored file is never overwritten")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("a stored file is never deleted")
+
+
+class Contest(models.Model):
+    """A contest and all its parameters (SPEC section 12; defaults = 2019 final round)."""
+
+    CONVENTIONS = (("mean-distance", "mean distance (paper)"), ("mean-loss", "mean loss (2019 program)"))
+    AWARD_VARIANTS = (("2019-v1.4", "2019 rule v1.4"), ("paper", "paper's simpler variant"))
+    TIE_BREAKS = (("earlier-final-submission", "earlier final submission wins"), ("team-id", "lower team number wins"))
+
+    slug = models.SlugField(unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    organizers = models.ManyToManyField(User, blank=True, related_name="organized_contests")
+    # grid (SPEC 2)
+    grid_nx = models.PositiveIntegerField(default=32)
+    grid_ny = models.PositiveIntegerField(default=32)
+    grid_min_x = models.FloatField(default=139.68, help_text="west edge longitude, degrees")
+    grid_max_x = models.FloatField(default=139.80)
+    grid_min_y = models.FloatField(default=35.65, help_text="south edge latitude, degrees")
+    grid_max_y = models.FloatField(default=35.75)
+    km_lat = models.FloatField(default=111.0)
+    km_lon = models.FloatField(default=91.0)
+    hospitals = models.JSONField(default=_default_hospitals, help_text="1-based region ids")
+    hospital_weight = models.FloatField(default=10.0)
+    # time and sets (SPEC 3, 4)
+    users_per_set = models.PositiveIntegerField(default=2000, help_text="m")
+    slots_per_day = models.PositiveIntegerField(default=20, help_text="S")
+    day_start_minute = models.PositiveIntegerField(default=8 * 60)
+    slot_minutes = models.PositiveIntegerField(default=30)
+    # scores (SPEC 7)
+    lambda_u = models.FloatField(default=2.0, help_text="km")
+    lambda_t = models.FloatField(default=2.0, help_text="km")
+    s_req = models.FloatField(default=0.7)
+    utility_convention = models.CharField(max_length=20, choices=CONVENTIONS, default="mean-distance")
+    # rules (SPEC 8)
+    anonymized_upload_limit = models.PositiveIntegerField(default=10, help_text="per challenge per round")
+    etable_limit = models.PositiveIntegerField(default=2, help_text="per (attacker, target set)")
+    etraces_limit = models.PositiveIntegerField(default=2, help_text="per (attacker, target set)")
+    upload_size_limit = models.BigIntegerField(default=200 * 1024 * 1024, help_text="bytes, uncompressed")
+    judge_attacks_enabled = models.BooleanField(default=True)
+    judge_attacks = models.JSONField(default=_default_judge_attacks, help_text="registry names")
+    time_zone = models.CharField(max_length=64, default="Asia/Tokyo")
+    award_variant = models.CharField(max_length=10, choices=AWARD_VARIANTS, default="2019-v1.4")
+    tie_break = models.CharField(max_length=40, choices=TIE_BREAKS, default="earlier-final-submission")
+    # data generation (SPEC 11)
+    synthesizer = models.CharField(max_length=40, default="ppmtf")
+    synthesizer_params = models.JSONField(default=dict, blank=True)
+    seed = models.BigIntegerField(default=_random_seed, help_text="master seed of generation and judge attacks")
+    # results (SPEC 8.6)
+    freeze_at = models.DateTimeField(null=True, blank=True, help_text="scores after this time are not shown before publication")
+    results_published_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return self.name
+
+    def grid(self) -> Grid:
+        return Grid(nx=self.grid_nx, ny=self.grid_ny, min_x=self.grid_min_x, max_x=self.grid_max_x,
+                    min_y=self.grid_min_y, max_y=self.grid_max_y, km_lat=self.km_lat, km_lon=self.km_lon,
+                    hospitals=tuple(self.hospitals))
+
+    @property
+    def tz(self):
+        return zoneinfo.ZoneInfo(self.time_zone)
+
+    @property
+    def n_teams(self) -> int:
+        return self.teams.count()
+
+
+class Round(models.Model):
+    contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField(help_text="order of the round, 1-based")
+    name = models.CharField(max_length=100)
+    weight = models.FloatField(default=1.0)
+    ref_days = models.PositiveIntegerField(default=20)
+    org_days = models.PositiveIntegerField(default=20)
+    # Filled by data generation (SPEC 8.2): the synthesizer model used, the
+    # grid and time files given to the teams, and the generator's manifest
+    # (seed, version, SHA-256 of every file).
+    model_file = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    info_region = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    info_time = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    manifest = models.JSONField(default=dict, blank=True)
+    generated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["contest", "number"]
+        constraints = [models.UniqueConstraint(fields=["contest", "number"], name="round_number_unique")]
+
+    def __str__(self):
+        return f"{self.contest.slug} / {self.name}"
+
+    def time_axis(self) -> TimeAxis:
+        c = self.contest
+        return TimeAxis(slots_per_day=c.slots_per_day, ref_days=self.ref_days, org_days=self.org_days,
+                        start_minute=c.day_start_minute, slot_minutes=c.slot_minutes)
+
+
+class Phase(models.Model):
+    ANONYMIZATION, ATTACK = "anonymization", "attack"
+    KINDS = ((ANONYMIZATION, "anonymization"), (ATTACK, "attack"))
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="phases")
+    kind = models.CharField(max_length=20, choices=KINDS)
+    opens_at = models.DateTimeField()
+    closes_at = models.DateTimeField()
+    closed_at = models.DateTimeField(null=True, blank=True, help_text="when the judge processed the close")
+
+    class Meta:
+        ordering = ["round", "opens_at"]
+        constraints = [models.UniqueConstraint(fields=["round", "kind"], name="phase_kind_unique")]
+
+    def __str__(self):
+        return f"{self.round} / {self.kind}"
+
+    def is_open(self, now=None) -> bool:
+        now = now or timezone.now()
+        return self.closed_at is None and self.opens_at <= now < self.closes_at
+
+    def local(self, dt):
+        """``dt`` in the contest's time zone, for display."""
+        return dt.astimezone(self.round.contest.tz) if dt else None
+
+
+class Team(models.Model):
+    contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="teams")
+    number = models.PositiveIntegerField(help_text="team number t (1..tau) in file names")
+    name = models.CharField(max_length=100)
+    approved = models.BooleanField(default=True)
+    invitation_code = models.CharField(max_length=32, default=_invitation_code, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["contest", "number"]
+        constraints = [models.UniqueConstraint(fields=["contest", "number"], name="team_number_unique"),
+                       models.UniqueConstraint(fields=["contest", "name"], name="team_name_unique")]
+
+    def __str__(self):
+        return f"team {self.number:03d} {self.name}"
+
+
+class Membership(models.Model):
+    CAPTAIN, MEMBER = "captain", "member"
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=((CAPTAIN, "captain"), (MEMBER, "member")), default=MEMBER)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_unique")]
+
+    def __str__(self):
+        return f"{self.user} in {self.team}"
+
+
+class Dataset(models.Model):
+    """R and O of one (data team number, challenge) of a round (SPEC 4)."""
+
+    TEAM, BENCHMARK, SAMPLE = "team", "benchmark", "sample"
+    KINDS = ((TEAM, "team"), (BENCHMARK, "benchmark"), (SAMPLE, "sample"))
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="datasets")
+    kind = models.CharField(max_length=12, choices=KINDS)
+    number = models.PositiveIntegerField(help_text="data team number: 1..tau teams, tau+1 benchmark, tau+2.. samples")
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.PROTECT, related_name="datasets")
+    challenge = models.PositiveSmallIntegerField(choices=CHALLENGES)
+    reference = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    original = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    seed = models.BigIntegerField()
+    generator = models.CharField(max_length=100, help_text="synthesizer name and version")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["round", "number", "challenge"]
+        constraints = [models.UniqueConstraint(fields=["round", "number", "challenge"], name="dataset_unique")]
+
+    def __str__(self):
+        return f"{self.round} team{self.number:03d} data{self.challenge:02d} ({self.kind})"
+
+    @property
+    def label(self) -> str:
+        """2019 file-name stem part: ``team001_data01``."""
+        return f"team{self.number:03d}_data{self.challenge:02d}"
+
+
+class AnonymizedSet(models.Model):
+    """An anotraces upload (SPEC 8.3). Rejected uploads are kept with their errors."""
+
+    PENDING, VALID, INVALID, REJECTED, ERROR = "pending", "valid", "invalid", "rejected", "error"
+    STATUSES = ((PENDING, "pending"), (VALID, "valid (s_U >= s_req)"), (INVALID, "invalid (s_U < s_req)"),
+                (REJECTED, "rejected (format errors)"), (ERROR, "judge error"))
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="anonymized_sets")
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="anonymized_sets")
+    seq = models.PositiveIntegerField(help_text="upload number of the team for this dataset, 1-based")
+    file = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
+    errors = models.JSONField(default=list, blank=True)
+    error_total = models.PositiveIntegerField(default=0)
+    s_u = models.FloatField(null=True, blank=True)
+    valid = models.BooleanField(null=True)
+    selected = models.BooleanField(default=False, help_text="chosen by the team as final")
+    final = models.BooleanField(default=False, help_text="frozen as the final set at phase close")
+    uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["dataset", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["dataset", "seq"], name="anonymized_seq_unique"),
+            models.UniqueConstraint(fields=["dataset"], condition=models.Q(final=True), name="one_final_per_dataset"),
+        ]
+
+    def __str__(self):
+        return f"anotraces {self.dataset.label} #{self.seq} ({self.status})"
+
+
+class PublicSet(models.Model):
+    """A pseudonymized set published in the attack phase (SPEC 6)."""
+
+    dataset = models.OneToOneField(Dataset, on_delete=models.PROTECT, related_name="public_set")
+    anonymized_set = models.OneToOneField(AnonymizedSet, null=True, blank=True, on_delete=models.PROTECT,
+                                          related_name="public_set", help_text="empty for the benchmark")
+    pubtraces = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    ptable = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+", help_text="secret ID table")
+    commitment = models.CharField(max_length=64, help_text="SHA-256 of the permutation")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["dataset"]
+
+    def __str__(self):
+        return f"pubtraces {self.dataset.label}"
+
+    @property
+    def target_team(self):
+        return self.dataset.team
+
+
+class Attack(models.Model):
+    """A team's etable or etraces against a public set (SPEC 8.5)."""
+
+    ETABLE, ETRACES = "etable", "etraces"
+    KINDS = ((ETABLE, "etable (re-identification)"), (ETRACES, "etraces (trace inference)"))
+    PENDING, VALID, REJECTED, ERROR = "pending", "valid", "rejected", "error"
+    STATUSES = ((PENDING, "pending"), (VALID, "scored"), (REJECTED, "rejected (format errors)"), (ERROR, "judge error"))
+
+    attacker = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="attacks")
+    target = models.ForeignKey(PublicSet, on_delete=models.PROTECT, related_name="attacks")
+    kind = models.CharField(max_length=10, choices=KINDS)
+    seq = models.PositiveIntegerField()
+    file = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
+    errors = models.JSONField(default=list, blank=True)
+    error_total = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["target", "attacker", "kind", "seq"]
+        constraints = [models.UniqueConstraint(fields=["attacker", "target", "kind", "seq"], name="attack_seq_unique")]
+
+    def __str__(self):
+        return f"{self.kind} by team{self.attacker.number:03d} on {self.target.dataset.label} #{self.seq}"
+
+
+class JudgeAttackResult(models.Model):
+    """One run of a judge sample attack on a public set, with its output file."""
+
+    public_set = models.ForeignKey(PublicSet, on_delete=models.PROTECT, related_name="judge_attacks")
+    algorithm = models.CharField(max_length=60)
+    kind = models.CharField(max_length=20, help_text="reidentification or trace_inference")
+    params = models.JSONField(default=dict)
+    seed = models.BigIntegerField()
+    output = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    score = models.FloatField()
+    current = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["public_set", "algorithm", "id"]
+        constraints = [models.UniqueConstraint(fields=["public_set", "algorithm"], condition=models.Q(current=True),
+                                               name="one_current_judge_attack")]
+
+
+class Score(models.Model):
+    """One score row: a set x utility, or a set x attack (DESIGN "Data at rest").
+
+    Re-scoring inserts new rows and marks the old ones ``current=False``.
+    """
+
+    UTILITY, REIDENTIFICATION, TRACE_INFERENCE = "utility", "reidentification", "trace_inference"
+    METRICS = ((UTILITY, "s_U"), (REIDENTIFICATION, "s_I"), (TRACE_INFERENCE, "s_T"))
+
+    dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="scores")
+    metric = models.CharField(max_length=20, choices=METRICS)
+    value = models.FloatField()
+    anonymized_set = models.ForeignKey(AnonymizedSet, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
+    attack = models.ForeignKey(Attack, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
+    judge_attack = models.ForeignKey(JudgeAttackResult, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
+    current = models.BooleanField(default=True)
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["dataset", "metric", "id"]
+
+    @property
+    def source(self) -> str:
+        if self.attack_id:
+            return f"team{self.attack.attacker.number:03d}"
+        if self.judge_attack_id:
+            return self.judge_attack.algorithm
+        return "utility"
+
+
+class ResultsSnapshot(models.Model):
+    """Results (minimums, totals, matrix, awards) computed from the score rows at one time."""
+
+    contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="snapshots")
+    data = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+    published = models.BooleanField(default=False)
+    published_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["contest", "-created_at", "-id"]
+        get_latest_by = "created_at"
+
+
+class Award(models.Model):
+    snapshot = models.ForeignKey(ResultsSnapshot, on_delete=models.CASCADE, related_name="awards")
+    award = models.CharField(max_length=60, help_text="e.g. overall-1, best-anonymizer-idp")
+    title = models.CharField(max_length=120)
+    team = models.ForeignKey(Team, on_delete=models.PROTECT, related_name="awards")
+    value = models.FloatField()
+
+    class Meta:
+        ordering = ["snapshot", "id"]
+
+
+class Job(models.Model):
+    """A Celery task's visible state (DESIGN "Work in the background")."""
+
+    QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+    STATUSES = ((QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed"))
+
+    kind = models.CharField(max_length=40)
+    contest = models.ForeignKey(Contest, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
+    args = models.JSONField(default=dict)
+    status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)
+    progress = models.FloatField(default=0.0)
+    message = models.CharField(max_length=300, blank=True)
+    error = models.TextField(blank=True)
+    celery_id = models.CharField(max_length=64, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"job {self.pk} {self.kind} {self.status}"
+
+
+class AuditLog(models.Model):
+    """Append-only record of uploads, selections, phase changes, re-scores, publications."""
+
+    contest = models.ForeignKey(Contest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=60)
+    object_type = models.CharField(max_length=60, blank=True)
+    object_id = models.CharField(max_length=60, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ImmutableQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise PermissionError("the audit log is append-only")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError("the audit log is append-only")

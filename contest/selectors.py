@@ -1,0 +1,72 @@
+"""Reads (HackSoft style): what a user sees, filtered through ``contest.permissions``."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from contest import permissions
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, Score, Team
+
+
+def contests() -> QuerySet:
+    return Contest.objects.prefetch_related("rounds__phases").order_by("-created_at")
+
+
+def visible_datasets(user, contest: Contest) -> list[tuple[Dataset, bool]]:
+    """Datasets whose reference traces ``user`` may read, each with whether the original is readable too."""
+    out = []
+    for ds in (Dataset.objects.filter(round__contest=contest)
+               .select_related("round__contest", "team", "reference", "original")):
+        if permissions.can_read_dataset_file(user, ds, "reference"):
+            out.append((ds, bool(permissions.can_read_dataset_file(user, ds, "original"))))
+    return out
+
+
+def visible_public_sets(user, contest: Contest) -> list[PublicSet]:
+    return [ps for ps in PublicSet.objects.filter(dataset__round__contest=contest)
+            .select_related("dataset__round__contest", "pubtraces", "dataset__team")
+            if permissions.can_read_public_set(user, ps, "pubtraces")]
+
+
+def attack_targets(team: Team) -> list[PublicSet]:
+    """Public sets ``team`` may attack: every other team's valid set and the benchmark."""
+    return list(PublicSet.objects.filter(dataset__round__contest=team.contest)
+                .exclude(dataset__team=team).select_related("dataset__round"))
+
+
+def anonymized_sets_for(user, contest: Contest) -> QuerySet:
+    qs = AnonymizedSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round", "file")
+    if permissions.is_organizer(user, contest):
+        return qs
+    team = permissions.team_of(user, contest)
+    return qs.filter(team=team) if team else qs.none()
+
+
+def attacks_for(user, contest: Contest) -> QuerySet:
+    qs = Attack.objects.filter(attacker__contest=contest).select_related("attacker", "target__dataset", "file")
+    if permissions.is_organizer(user, contest):
+        return qs
+    team = permissions.team_of(user, contest)
+    return qs.filter(attacker=team) if team else qs.none()
+
+
+def team_scores(team: Team) -> dict:
+    """The scores a team may see before publication: s_U of its uploads and its attacks' scores."""
+    return {
+        "utility": list(Score.objects.filter(anonymized_set__team=team, metric=Score.UTILITY, current=True)
+                        .select_related("dataset")),
+        "attacks": list(Score.objects.filter(attack__attacker=team, current=True).select_related("dataset")),
+    }
+
+
+def visible_job(user, job: Job) -> bool:
+    """Organizers see the contest's jobs; a team member sees the jobs its team's members started."""
+    if not getattr(user, "is_authenticated", False):
+        return False
+    if job.created_by_id == user.pk:
+        return True
+    if job.contest_id is None:
+        return user.is_superuser
+    if permissions.is_organizer(user, job.contest):
+        return True
+    team = permissions.team_of(user, job.contest)
+    return bool(team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists())

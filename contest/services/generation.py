@@ -1,0 +1,187 @@
+"""A round's data generation (SPEC 8.2, 11): train or load the synthesizer, generate R and O.
+
+Synthesizers (``Contest.synthesizer``):
+
+- ``ppmtf`` (default): PPMTF+ trained on traces of the built-in city model
+  (``synth.city``), then ``synth.generate.generate_round`` for every team,
+  the benchmark and two sample sets. The trained model is stored with the
+  round and reused on a re-run.
+- ``city``: each set's people are simulated directly by the built-in city
+  model (no training; fastest, for rehearsals and tests).
+
+``Contest.synthesizer_params`` (all optional): ``city_seed``, ``train_users``
+(default 300), ``train_days`` (default 10), ``K`` (16), ``sweeps`` (30),
+``pool_days`` and any ``synth.generate.Synthesizer`` option under
+``options``.
+
+Idempotent: a round whose datasets all exist is left alone; a partial run
+(worker died) completes the missing datasets from the same seed, and the
+generator is deterministic per (seed, team, challenge), so the bytes are the
+ones a full run would have written.
+"""
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from contest.models import Dataset, Round, Team
+from contest.services import audit, data, jobs, storage
+
+CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
+
+
+def _round_seed(round_: Round) -> int:
+    return int(np.random.SeedSequence([round_.contest.seed, round_.number]).generate_state(1)[0])
+
+
+def _train_model(round_: Round, job=None):
+    from synth.city import CityModel
+    from synth.ppmtf import PPMTFModel, train
+
+    if round_.model_file_id:
+        return PPMTFModel.load(storage.read_bytes(round_.model_file))
+    contest = round_.contest
+    p = contest.synthesizer_params or {}
+    grid = contest.grid()
+    city = CityModel(grid, seed=int(p.get("city_seed", contest.seed % (2**31))))
+    axis = round_.time_axis()
+    training = city.simulate(int(p.get("train_users", 300)), int(p.get("train_days", 10)),
+                             slots_per_day=axis.slots_per_day, start_minute=axis.start_minute,
+                             slot_minutes=axis.slot_minutes, seed=_round_seed(round_))
+    sweeps = int(p.get("sweeps", 30))
+
+    def prog(done, total, message):
+        jobs.progress(job, 0.5 * done / max(total, 1), f"training PPMTF: {message}")
+
+    model = train(training, grid.nx, grid.ny, slots_per_day=axis.slots_per_day, K=int(p.get("K", 16)),
+                  sweeps=sweeps, seed=_round_seed(round_), slot_start_minute=axis.start_minute,
+                  slot_minutes=axis.slot_minutes, progress=prog)
+    buf = io.BytesIO()
+    model.save(buf)
+    with transaction.atomic():
+        locked = Round.objects.select_for_update().get(pk=round_.pk)
+        if locked.model_file_id is None:
+            stored = storage.store_bytes(buf.getvalue(), f"ppmtf_model_round{round_.number}.npz",
+                                         content_type="application/octet-stream")
+            Round.objects.filter(pk=round_.pk).update(model_file=stored)
+            round_.model_file = stored
+        else:  # a concurrent run stored one first; use it so every set comes from one model
+            round_.model_file = locked.model_file
+            return PPMTFModel.load(storage.read_bytes(locked.model_file))
+    return model
+
+
+def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
+    """Write the round's files into ``out`` and return the manifest."""
+    contest = round_.contest
+    p = contest.synthesizer_params or {}
+    grid = contest.grid()
+    axis = round_.time_axis()
+    seed = _round_seed(round_)
+    if contest.synthesizer == "ppmtf":
+        from synth.generate import generate_round
+        model = _train_model(round_, job)
+
+        def prog(done, total, message):
+            jobs.progress(job, 0.5 + 0.45 * done / max(total, 1), f"generating: {message}")
+
+        return generate_round(model, out, n_teams, users=contest.users_per_set, ref_days=round_.ref_days,
+                              org_days=round_.org_days, seed=seed, pool_days=p.get("pool_days"), grid=grid,
+                              slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
+                              slot_minutes=axis.slot_minutes, progress=prog, **(p.get("options") or {}))
+    if contest.synthesizer == "city":
+        return _generate_city(round_, out, n_teams, seed, job)
+    raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected ppmtf or city")
+
+
+def _generate_city(round_: Round, out: Path, n_teams: int, seed: int, job=None) -> dict:
+    from scoring.traces import Traces
+    from synth.city import CityModel
+
+    contest = round_.contest
+    p = contest.synthesizer_params or {}
+    grid = contest.grid()
+    axis = round_.time_axis()
+    city = CityModel(grid, seed=int(p.get("city_seed", contest.seed % (2**31))))
+    grid.write_info_region(out / "info_region.csv")
+    axis.write_info_time(out / "info_time.csv")
+    roles = [(t, "team") for t in range(1, n_teams + 1)] + [
+        (n_teams + 1, "benchmark"), (n_teams + 2, "sample"), (n_teams + 3, "sample")]
+    sets = []
+    m = contest.users_per_set
+    total = len(roles) * 2
+    for n, (team, role) in enumerate((t, r) for t, r in roles for _ in (0, 1)):
+        d = 1 + n % 2
+        flag = CHALLENGE_FLAGS[d]
+        tr = city.simulate(m, axis.ref_days + axis.org_days, time_axis=axis,
+                           seed=int(np.random.SeedSequence([seed, team, d]).generate_state(1)[0]))
+        S = axis.slots_per_day
+        ref, org = tr.regions[:, :S * axis.ref_days], tr.regions[:, S * axis.ref_days:]
+        names = {}
+        for kind, tids, arr in (("ref", axis.ref_time_ids(), ref), ("org", axis.org_time_ids(), org)):
+            names[kind] = f"{kind}traces_team{team:03d}_data{d:02d}_{flag}.csv"  # 2019 file names
+            (out / names[kind]).write_bytes(data.traces_csv(Traces(np.arange(1, m + 1), tids, arr)))
+        sets.append(dict(team=team, role=role, data=d, flag=flag, reftraces=names["ref"], orgtraces=names["org"]))
+        jobs.progress(job, 0.95 * (n + 1) / total, f"team {team:03d} data{d:02d} {flag} ({role})")
+    return dict(generator="city", generator_version="tracecup-city-1", seed=seed, sets=sets)
+
+
+def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
+    """Generate and store every dataset of ``round_`` (idempotent)."""
+    contest = round_.contest
+    teams = {t.number: t for t in Team.objects.filter(contest=contest, approved=True)}
+    n_teams = len(teams)
+    if n_teams == 0:
+        raise ValueError("the contest has no approved teams to generate data for")
+    if sorted(teams) != list(range(1, n_teams + 1)):
+        raise ValueError(f"team numbers must be 1..{n_teams} for data generation, got {sorted(teams)}")
+    expected = (n_teams + 3) * 2
+    if Dataset.objects.filter(round=round_).count() >= expected:
+        return list(Dataset.objects.filter(round=round_))
+    with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
+        out = Path(tmp)
+        manifest = _generate_files(round_, out, n_teams, job)
+        generator = f"{manifest.get('generator', contest.synthesizer)} {manifest.get('generator_version', '')}".strip()
+        with transaction.atomic():
+            locked = Round.objects.select_for_update().get(pk=round_.pk)
+            if locked.info_region_id is None:
+                Round.objects.filter(pk=round_.pk).update(
+                    info_region=storage.store_bytes((out / "info_region.csv").read_bytes(), "info_region.csv"),
+                    info_time=storage.store_bytes((out / "info_time.csv").read_bytes(), "info_time.csv"),
+                    manifest=json.loads(json.dumps(manifest, default=str)), generated_at=timezone.now())
+        for s in manifest["sets"]:
+            number, d = int(s["team"]), int(s["data"])
+            if Dataset.objects.filter(round=round_, number=number, challenge=d).exists():
+                continue
+            kind = {"team": Dataset.TEAM, "benchmark": Dataset.BENCHMARK, "sample": Dataset.SAMPLE}[s["role"]]
+            try:
+                with transaction.atomic():
+                    ref = storage.store_bytes((out / s["reftraces"]).read_bytes(), s["reftraces"])
+                    org = storage.store_bytes((out / s["orgtraces"]).read_bytes(), s["orgtraces"])
+                    Dataset.objects.create(round=round_, kind=kind, number=number, challenge=d,
+                                           team=teams.get(number) if kind == Dataset.TEAM else None,
+                                           reference=ref, original=org, seed=int(manifest.get("seed", 0)),
+                                           generator=generator)
+            except IntegrityError:
+                pass  # created concurrently by a duplicate delivery
+    datasets = list(Dataset.objects.filter(round=round_))
+    audit.record("generate_round", contest=contest, actor=user, obj=round_, round=round_.number,
+                 datasets=len(datasets), generator=generator,
+                 sha256={d.label: [d.reference.sha256, d.original.sha256] for d in datasets})
+    return datasets
+
+
+def generate_round_job(job, round_id: int) -> str:
+    round_ = Round.objects.select_related("contest").get(pk=round_id)
+    datasets = generate_round_data(round_, user=job.created_by, job=job)
+    return f"{len(datasets)} datasets for {round_.name}"
+
+
+def request_generation(round_: Round, *, user=None):
+    return jobs.create_job("generate_round", contest=round_.contest, user=user, round_id=round_.pk)

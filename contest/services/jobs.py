@@ -1,0 +1,147 @@
+"""Job rows and their dispatch to Celery (DESIGN "Work in the background").
+
+Every background operation is a :class:`~contest.models.Job` of a ``kind``
+handled by one service function ``handler(job, **job.args)``. The Celery task
+``contest.tasks.run_job`` only calls :func:`execute`. Handlers are idempotent
+(running one twice leaves the same state), so a redelivered message after a
+worker crash (``acks_late`` + ``reject_on_worker_lost``) or a re-queue by the
+sweep is harmless.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import traceback
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import OperationalError, transaction
+from django.utils import timezone
+
+from contest.models import Job
+
+log = logging.getLogger(__name__)
+
+#: job kind -> "module:function" of the service handling it.
+HANDLERS = {
+    "generate_round": "contest.services.generation:generate_round_job",
+    "score_anonymized": "contest.services.uploads:score_anonymized_job",
+    "score_attack": "contest.services.uploads:score_attack_job",
+    "close_anonymization": "contest.services.judge:close_anonymization_job",
+    "judge_attacks": "contest.services.judge:judge_attacks_job",
+    "compute_results": "contest.services.results:compute_results_job",
+    "rescore": "contest.services.results:rescore_job",
+}
+
+
+class TransientJobError(Exception):
+    """A failure worth retrying (database lock, lost connection)."""
+
+
+def _handler(kind: str):
+    module, _, name = HANDLERS[kind].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def create_job(kind: str, *, contest=None, user=None, dispatch: bool = True, **args) -> Job:
+    """Create a queued job and send it to the workers once the transaction commits."""
+    if kind not in HANDLERS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    job = Job.objects.create(kind=kind, contest=contest, args=args,
+                             created_by=user if getattr(user, "is_authenticated", False) else None)
+    if dispatch:
+        send(job)
+    return job
+
+
+def send(job: Job) -> None:
+    """Queue ``job`` on Celery after the current transaction commits (so the worker sees the row)."""
+    from contest.tasks import run_job
+
+    def _send():
+        result = run_job.delay(job.pk)
+        if result is not None and result.id and not run_job.app.conf.task_always_eager:
+            Job.objects.filter(pk=job.pk, celery_id="").update(celery_id=result.id)
+
+    transaction.on_commit(_send)
+
+
+def progress(job: Job | None, fraction: float, message: str = "") -> None:
+    """Record progress (0..1) and a short message on the job row; also a heartbeat."""
+    if job is None:
+        return
+    fraction = min(max(float(fraction), 0.0), 1.0)
+    Job.objects.filter(pk=job.pk).update(progress=fraction, message=message[:300], heartbeat_at=timezone.now())
+    job.progress, job.message = fraction, message
+
+
+def execute(job_id: int) -> str:
+    """Run one job (called by the Celery task). Returns the final status.
+
+    Raises :class:`TransientJobError` when the failure is worth a retry and
+    attempts remain (the task turns it into a Celery retry).
+    """
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            log.warning("job %s vanished", job_id)
+            return "missing"
+        if job.status in (Job.SUCCEEDED, Job.FAILED):
+            return job.status  # idempotent: a duplicate delivery does nothing
+        job.attempts += 1
+        job.status = Job.RUNNING
+        job.started_at = job.started_at or timezone.now()
+        job.heartbeat_at = timezone.now()
+        job.error = ""
+        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at", "error"])
+    try:
+        message = _handler(job.kind)(job, **job.args)
+    except OperationalError as exc:  # database locked / connection dropped: worth a retry
+        if job.attempts < settings.TRACECUP_JOB_MAX_ATTEMPTS:
+            Job.objects.filter(pk=job.pk).update(status=Job.QUEUED, message=f"retrying after: {exc}"[:300])
+            raise TransientJobError(str(exc)) from exc
+        _fail(job, exc)
+        return Job.FAILED
+    except Exception as exc:  # a bug or bad data: fail visibly, never loop
+        _fail(job, exc)
+        return Job.FAILED
+    Job.objects.filter(pk=job.pk).update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
+                                         message=(message or "done")[:300], heartbeat_at=timezone.now())
+    return Job.SUCCEEDED
+
+
+def _fail(job: Job, exc: BaseException) -> None:
+    log.exception("job %s (%s) failed", job.pk, job.kind)
+    Job.objects.filter(pk=job.pk).update(
+        status=Job.FAILED, finished_at=timezone.now(), message=f"failed: {exc}"[:300],
+        error="".join(traceback.format_exception(exc))[-8000:])
+
+
+def sweep(now=None) -> dict:
+    """Re-queue or fail jobs stuck past the time limit; close phases whose deadline passed.
+
+    A running job whose heartbeat is older than ``TRACECUP_JOB_TIME_LIMIT``
+    seconds (its worker died or hung) is re-queued while attempts remain, else
+    failed; a queued job older than that (its message was lost) is re-sent.
+    """
+    now = now or timezone.now()
+    limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
+    requeued = failed = 0
+    stuck = Job.objects.filter(status=Job.RUNNING, heartbeat_at__lt=now - limit)
+    for job in stuck:
+        if job.attempts >= settings.TRACECUP_JOB_MAX_ATTEMPTS:
+            Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+                status=Job.FAILED, finished_at=now, message="failed: stuck past its time limit",
+                error=f"no progress for more than {limit}; {job.attempts} attempts")
+            failed += 1
+        elif Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(
+                status=Job.QUEUED, message="re-queued: stuck past its time limit", created_at=now):
+            send(job)
+            requeued += 1
+    for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - limit):
+        if Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(created_at=now):
+            send(job)
+            requeued += 1
+    from contest.services.judge import close_due_phases
+    closed = close_due_phases(now)
+    return {"requeued": requeued, "failed": failed, "phases_closed": closed}

@@ -1,0 +1,186 @@
+"""Phase close, pseudonymization and the judge's sample attacks (SPEC 6, 7, 8.4).
+
+Every step is idempotent: closing twice freezes the same sets, a dataset is
+pseudonymized once (a ``PublicSet`` row is unique per dataset), and a judge
+attack runs once per (public set, algorithm) unless a re-score retires the
+current result.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from contest.models import AnonymizedSet, Dataset, JudgeAttackResult, Phase, PublicSet, Round, Score
+from contest.services import audit, data, jobs, storage
+
+
+def final_choice(dataset: Dataset) -> AnonymizedSet | None:
+    """The team's final set: its selected upload if scored, else its latest valid one.
+
+    Decision (SPEC silent): a team with scored uploads but none valid has its
+    latest one frozen as final, so the results show its s_U (it scores 0 as
+    an invalid set either way). Rejected uploads are never final.
+    """
+    scored = AnonymizedSet.objects.filter(dataset=dataset, status__in=(AnonymizedSet.VALID, AnonymizedSet.INVALID))
+    chosen = scored.filter(selected=True).first()
+    if chosen is not None:
+        return chosen
+    return (scored.filter(status=AnonymizedSet.VALID).order_by("-seq").first()
+            or scored.order_by("-seq").first())
+
+
+def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet]:
+    """Freeze each team's final set, pseudonymize the valid ones and the benchmark.
+
+    Returns the round's public sets. Judge attacks are queued by the job
+    wrapper (:func:`close_anonymization_job`).
+    """
+    from scoring.pseudonymize import pseudonymize
+    from scoring.traces import AnonymizedTraces
+
+    from contest.services.uploads import score_anonymized_set
+
+    contest = round_.contest
+    grid = contest.grid()
+    phase = Phase.objects.get(round=round_, kind=Phase.ANONYMIZATION)
+    # Uploads received before the deadline but not yet scored are scored now.
+    for aset in AnonymizedSet.objects.filter(dataset__round=round_, status=AnonymizedSet.PENDING):
+        score_anonymized_set(aset)
+    datasets = list(Dataset.objects.filter(round=round_, kind__in=(Dataset.TEAM, Dataset.BENCHMARK))
+                    .select_related("original", "team"))
+    with transaction.atomic():
+        for ds in datasets:
+            if ds.kind != Dataset.TEAM or AnonymizedSet.objects.filter(dataset=ds, final=True).exists():
+                continue
+            chosen = final_choice(ds)
+            if chosen is not None:
+                AnonymizedSet.objects.filter(pk=chosen.pk).update(final=True)
+        if phase.closed_at is None:
+            Phase.objects.filter(pk=phase.pk).update(closed_at=timezone.now())
+            audit.record("close_phase", contest=contest, actor=user, obj=phase, round=round_.number,
+                         kind=phase.kind)
+    for i, ds in enumerate(datasets):
+        jobs.progress(job, i / max(len(datasets), 1), f"pseudonymizing {ds.label}")
+        if PublicSet.objects.filter(dataset=ds).exists():
+            continue
+        truth = data.traces(ds.original, grid)
+        if ds.kind == Dataset.BENCHMARK:
+            aset, anon = None, AnonymizedTraces.from_traces(truth, grid.M)
+        else:
+            aset = AnonymizedSet.objects.filter(dataset=ds, final=True).first()
+            if aset is None or aset.status != AnonymizedSet.VALID:
+                continue  # unsubmitted or invalid: scores 0, not attacked
+            anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
+        pseud = pseudonymize(anon)  # cryptographically secure permutation (SPEC 6)
+        stem = f"{ds.label}_{round_.number:03d}"
+        try:
+            with transaction.atomic():
+                pub = storage.store_bytes(data.pubtraces_csv(pseud.pubtraces), f"pubtraces_{stem}.csv")
+                # The stored ID table is exactly the bytes whose SHA-256 is the commitment.
+                ptab = storage.store_bytes(pseud.ptable_bytes(), f"ptable_{stem}.csv")
+                ps = PublicSet.objects.create(dataset=ds, anonymized_set=aset, pubtraces=pub, ptable=ptab,
+                                              commitment=pseud.commitment)
+                audit.record("pseudonymize", contest=contest, actor=user, obj=ps, dataset=ds.label,
+                             commitment=pseud.commitment)
+        except IntegrityError:
+            pass  # another worker pseudonymized it first; its result stands
+    return list(PublicSet.objects.filter(dataset__round=round_))
+
+
+def close_anonymization_job(job, round_id: int) -> str:
+    round_ = Round.objects.select_related("contest").get(pk=round_id)
+    sets = close_anonymization(round_, user=job.created_by, job=job)
+    contest = round_.contest
+    queued = 0
+    if contest.judge_attacks_enabled:
+        with transaction.atomic():
+            for ps in sets:
+                if pending_judge_attacks(ps):
+                    jobs.create_job("judge_attacks", contest=contest, public_set_id=ps.pk)
+                    queued += 1
+    return f"{len(sets)} public sets; judge attacks queued on {queued}"
+
+
+def pending_judge_attacks(ps: PublicSet) -> list[str]:
+    done = set(JudgeAttackResult.objects.filter(public_set=ps, current=True).values_list("algorithm", flat=True))
+    return [name for name in ps.dataset.round.contest.judge_attacks if name not in done]
+
+
+def attack_seed(contest_seed: int, ps: PublicSet, algorithm: str) -> int:
+    """A deterministic seed per (contest, round, set, algorithm), so a re-run reproduces the result."""
+    text = f"{contest_seed}:{ps.dataset.round.number}:{ps.dataset.label}:{algorithm}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
+    """Run every enabled judge attack not yet run on ``ps`` and store its output and score."""
+    from scoring.algorithms.registry import get
+    from scoring.scores import reidentification, trace_inference
+
+    ps = PublicSet.objects.select_related("dataset__round__contest", "dataset__reference", "dataset__original",
+                                          "pubtraces", "ptable").get(pk=ps.pk)
+    ds = ps.dataset
+    contest = ds.round.contest
+    grid = contest.grid()
+    names = pending_judge_attacks(ps)
+    if not names:
+        return []
+    reference = data.traces(ds.reference, grid)
+    pub = data.pubtraces(ps.pubtraces, grid)
+    results = []
+    for i, name in enumerate(names):
+        jobs.progress(job, i / len(names), f"{name} on {ds.label}")
+        algorithm = get(name)
+        seed = attack_seed(contest.seed, ps, name)
+        out = algorithm.run(grid, reference, pub, seed=seed)
+        stem = f"{name}-{ds.label}_{ds.round.number:03d}"
+        if algorithm.kind == "reidentification":
+            _, true_users = data.ptable(ps.ptable)
+            value = float(reidentification(true_users, out))
+            content, metric, fname = data.etable_csv(out), Score.REIDENTIFICATION, f"etable_{stem}.csv"
+        elif algorithm.kind == "trace_inference":
+            truth = data.traces(ds.original, grid)
+            value = float(trace_inference(grid, truth, out, lambda_t=contest.lambda_t,
+                                          hospital_weight=contest.hospital_weight))
+            content, metric, fname = data.etraces_csv(out), Score.TRACE_INFERENCE, f"etraces_{stem}.csv"
+        else:
+            raise ValueError(f"judge attack {name} is a {algorithm.kind}, not an attack")
+        try:
+            with transaction.atomic():
+                stored = storage.store_bytes(content, fname)
+                result = JudgeAttackResult.objects.create(public_set=ps, algorithm=name, kind=algorithm.kind,
+                                                          params=algorithm.defaults(), seed=seed, output=stored,
+                                                          score=value)
+                Score.objects.create(dataset=ds, metric=metric, value=value, judge_attack=result)
+            results.append(result)
+        except IntegrityError:
+            pass  # a concurrent duplicate run stored it first
+    return results
+
+
+def judge_attacks_job(job, public_set_id: int) -> str:
+    ps = PublicSet.objects.get(pk=public_set_id)
+    done = run_judge_attacks(ps, job=job)
+    return f"{len(done)} judge attacks run on {ps.dataset.label}"
+
+
+def request_close(round_: Round, *, user=None):
+    """Queue the close of the round's anonymization phase (organizer command or deadline)."""
+    return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)
+
+
+def close_due_phases(now=None) -> int:
+    """Queue the close of every anonymization phase past its deadline and not yet closed."""
+    now = now or timezone.now()
+    from contest.models import Job
+    n = 0
+    for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
+        already = Job.objects.filter(kind="close_anonymization", args__round_id=phase.round_id,
+                                     status__in=(Job.QUEUED, Job.RUNNING)).exists()
+        if not already:
+            with transaction.atomic():
+                request_close(phase.round)
+            n += 1
+    return n

@@ -1,0 +1,174 @@
+"""Results, awards, re-scores and publication (SPEC 7, 8.6, 9).
+
+Results are never stored as the source of truth: :func:`compute` rebuilds
+them from the current score rows with the pure ``scoring.results``
+function, so a late attack or a re-score changes exactly what it touches.
+A :class:`~contest.models.ResultsSnapshot` freezes one computation (with its
+awards) when the organizers publish.
+
+Decision (SPEC "a freeze time is a setting"): when ``Contest.freeze_at`` is
+set, the results count only team attacks uploaded up to that time; later
+attacks are still scored and shown to their own team. (Final anonymized
+sets are fixed by the phase close, and judge attacks always count.)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from django.db import transaction
+from django.utils import timezone
+
+from contest.models import (AnonymizedSet, Attack, Award, Contest, Dataset, JudgeAttackResult, ResultsSnapshot,
+                            Round, Score)
+from contest.services import audit, jobs
+
+AWARD_TITLES = {
+    "overall": "Overall place {place}",
+    "best_anonymizer_reidentification": "Best anonymizer (re-identification)",
+    "best_anonymizer_trace_inference": "Best anonymizer (trace inference)",
+    "best_anonymizer": "Best anonymization",
+    "best_attacker_reidentification": "Best attacker (re-identification)",
+    "best_attacker_trace_inference": "Best attacker (trace inference)",
+}
+
+
+def score_rows(contest: Contest):
+    """(teams, round_weights, utility rows, attack rows, benchmark team) from the current score rows."""
+    from scoring.results import AttackRow, SetRef, UtilityRow
+
+    freeze = contest.freeze_at
+    rounds = list(Round.objects.filter(contest=contest))
+    teams = sorted(contest.teams.filter(approved=True).values_list("number", flat=True))
+    utility, attacks = [], []
+    bench_numbers = set(Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK)
+                        .values_list("number", flat=True))
+    if len(bench_numbers) > 1:
+        raise ValueError(f"benchmark datasets carry different team numbers {sorted(bench_numbers)}")
+    for aset in (AnonymizedSet.objects.filter(dataset__round__contest=contest, final=True)
+                 .select_related("dataset__round", "team")):
+        if aset.s_u is None:
+            continue
+        ds = aset.dataset
+        utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), float(aset.s_u),
+                                  bool(aset.valid), aset.created_at))
+    for ds in Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK, public_set__isnull=False):
+        # The benchmark is O itself, pseudonymized only: its utility is 1 by definition.
+        utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), 1.0, True, None))
+    metric_kind = {Score.REIDENTIFICATION: "reidentification", Score.TRACE_INFERENCE: "trace_inference"}
+    rows = (Score.objects.filter(dataset__round__contest=contest, current=True,
+                                 metric__in=tuple(metric_kind))
+            .select_related("dataset__round", "attack__attacker", "judge_attack"))
+    for s in rows:
+        ds = s.dataset
+        ref = SetRef(ds.round.number, ds.number, ds.challenge)
+        if s.attack_id:
+            if freeze and s.attack.created_at > freeze:
+                continue
+            attacks.append(AttackRow(ref, s.attack.attacker.number, metric_kind[s.metric], float(s.value),
+                                     s.attack.created_at))
+        elif s.judge_attack_id:
+            if not contest.judge_attacks_enabled:
+                continue
+            attacks.append(AttackRow(ref, s.judge_attack.algorithm, metric_kind[s.metric], float(s.value),
+                                     s.judge_attack.created_at))
+    weights = {r.number: float(r.weight) for r in rounds}
+    return teams, weights, utility, attacks, (bench_numbers.pop() if bench_numbers else None)
+
+
+def compute(contest: Contest):
+    """The contest's :class:`scoring.results.Results` from its current score rows."""
+    from scoring.results import compute_results
+
+    teams, weights, utility, attacks, bench = score_rows(contest)
+    return compute_results(teams=teams, round_weights=weights, utility=utility, attacks=attacks,
+                           benchmark_team=bench, variant=contest.award_variant, tie_break=contest.tie_break)
+
+
+def results_dict(contest: Contest) -> dict:
+    """Results as JSON-able data, with team names and round names for display."""
+    res = compute(contest).to_dict()
+    res["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
+    res["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
+    res["contest"] = contest.slug
+    res["computed_at"] = timezone.now().isoformat()
+    return res
+
+
+def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
+    """Compute and store the results and their awards (unpublished)."""
+    res = compute(contest)
+    payload = res.to_dict()
+    payload["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
+    payload["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
+    payload["contest"] = contest.slug
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    teams = {t.number: t for t in contest.teams.all()}
+    with transaction.atomic():
+        snap = ResultsSnapshot.objects.create(contest=contest, data=payload, sha256=digest,
+                                              created_by=user if getattr(user, "is_authenticated", False) else None)
+        for a in res.awards:
+            name = a.award if a.award != "overall" else f"overall-{a.place}"
+            Award.objects.create(snapshot=snap, award=name,
+                                 title=AWARD_TITLES.get(a.award, a.award).format(place=a.place),
+                                 team=teams[a.team], value=float(a.value))
+        audit.record("snapshot_results", contest=contest, actor=user, obj=snap, sha256=digest)
+    return snap
+
+
+def compute_results_job(job, contest_id: int, publish: bool = False) -> str:
+    contest = Contest.objects.get(pk=contest_id)
+    snap = publish_results(contest, user=job.created_by) if publish else snapshot(contest, user=job.created_by)
+    return f"results snapshot {snap.pk} ({'published' if snap.published else 'embargoed'})"
+
+
+def publish_results(contest: Contest, *, user=None) -> ResultsSnapshot:
+    """Snapshot the results now and publish them (ends the embargo)."""
+    snap = snapshot(contest, user=user)
+    now = timezone.now()
+    with transaction.atomic():
+        ResultsSnapshot.objects.filter(pk=snap.pk).update(published=True, published_at=now)
+        Contest.objects.filter(pk=contest.pk).update(results_published_at=now)
+        audit.record("publish_results", contest=contest, actor=user, obj=snap, sha256=snap.sha256)
+    snap.refresh_from_db()
+    contest.results_published_at = now
+    return snap
+
+
+def published_snapshot(contest: Contest) -> ResultsSnapshot | None:
+    return ResultsSnapshot.objects.filter(contest=contest, published=True).order_by("-published_at", "-id").first()
+
+
+def rescore(contest: Contest, *, user=None, job=None) -> dict:
+    """Re-validate and re-score every upload and re-run the judge attacks.
+
+    Old score rows and judge results are kept with ``current=False``; new rows
+    replace them. Used after a scoring fix or a parameter change.
+    """
+    from contest.services.judge import run_judge_attacks
+    from contest.services.uploads import score_anonymized_set, score_attack
+
+    asets = list(AnonymizedSet.objects.filter(dataset__round__contest=contest))
+    attacks = list(Attack.objects.filter(target__dataset__round__contest=contest))
+    with transaction.atomic():
+        JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest, current=True).update(current=False)
+        Score.objects.filter(dataset__round__contest=contest, judge_attack__isnull=False, current=True).update(current=False)
+        audit.record("rescore", contest=contest, actor=user, n_sets=len(asets), n_attacks=len(attacks))
+    total = len(asets) + len(attacks) + 1
+    for i, a in enumerate(asets):
+        jobs.progress(job, i / total, f"re-scoring anonymized set {a.pk}")
+        score_anonymized_set(a, force=True)
+    for i, a in enumerate(attacks):
+        jobs.progress(job, (len(asets) + i) / total, f"re-scoring attack {a.pk}")
+        score_attack(a, force=True)
+    from contest.models import PublicSet
+    n_judge = 0
+    if contest.judge_attacks_enabled:
+        for ps in PublicSet.objects.filter(dataset__round__contest=contest):
+            n_judge += len(run_judge_attacks(ps, job=None))
+    return {"anonymized_sets": len(asets), "attacks": len(attacks), "judge_attacks": n_judge}
+
+
+def rescore_job(job, contest_id: int) -> str:
+    counts = rescore(Contest.objects.get(pk=contest_id), user=job.created_by, job=job)
+    return "re-scored " + ", ".join(f"{v} {k}" for k, v in counts.items())

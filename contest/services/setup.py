@@ -1,0 +1,166 @@
+"""Contest setup from a versioned YAML file (``manage.py create_contest FILE``).
+
+Format (``version: 1``)::
+
+    version: 1
+    contest:
+      slug: tokyo-2026            # unique
+      name: TraceCup Tokyo 2026
+      parameters:                 # any Contest parameter (SPEC 12); omitted ones keep defaults
+        users_per_set: 2000
+        time_zone: Asia/Tokyo
+        judge_attacks: [I1-rand, I2-VisitProb, I3-HomeProb, T1-rand, T2-VisitProb, T3-HomeProb]
+      organizers: [judge]         # usernames (created below under users)
+    users:                        # accounts that are not team members (organizers)
+      - {username: judge, password: secret, email: judge@example.org}
+    rounds:
+      - number: 1
+        name: Preliminary
+        weight: 0.1
+        ref_days: 2
+        org_days: 2
+        phases:
+          anonymization: {opens: "2026-06-01T10:00", closes: "2026-06-20T17:00"}
+          attack:        {opens: "2026-06-21T10:00", closes: "2026-07-01T17:00"}
+    teams:
+      - number: 1
+        name: Alpha
+        members:
+          - {username: alice, password: secret, role: captain}
+
+Times are ISO 8601; a time without an offset is in the contest's time zone
+(``parameters.time_zone``, default Asia/Tokyo). ``now``, ``now+3d``,
+``now-2h``, ``now+30m`` are relative to the moment of import (for demos).
+A member without ``password`` gets an unusable password (set it later).
+Re-running with the same slug is an error (never a silent overwrite).
+"""
+from __future__ import annotations
+
+import re
+import zoneinfo
+from datetime import datetime, timedelta
+
+import yaml
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from contest.models import Contest, Membership, Phase, Round, Team
+from contest.services import audit
+
+SUPPORTED_VERSIONS = (1,)
+_RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
+_CONTEST_FIELDS = {f.name for f in Contest._meta.get_fields() if getattr(f, "concrete", False)} - {
+    "id", "slug", "name", "description", "created_at", "results_published_at"}
+
+
+class SetupError(ValueError):
+    """A contest file that cannot be used; the message names the key and the problem."""
+
+
+def parse_time(value, tz, now=None):
+    now = now or timezone.now()
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        text = str(value).strip()
+        m = _RELATIVE.match(text)
+        if m:
+            if not m.group(1):
+                return now
+            amount = float(m.group(2)) * (1 if m.group(1) == "+" else -1)
+            unit = {"d": "days", "h": "hours", "m": "minutes"}[m.group(3)]
+            return now + timedelta(**{unit: amount})
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise SetupError(f"time {text!r} is not ISO 8601 (e.g. 2026-06-01T10:00) nor now[+-N(d|h|m)]") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz)
+    return dt
+
+
+def load_yaml(text: str) -> dict:
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise SetupError(f"not valid YAML: {exc}") from None
+    if not isinstance(spec, dict):
+        raise SetupError("the contest file must be a mapping with keys version, contest, rounds, teams")
+    if spec.get("version") not in SUPPORTED_VERSIONS:
+        raise SetupError(f"version: expected one of {SUPPORTED_VERSIONS}, got {spec.get('version')!r}")
+    return spec
+
+
+def _user(entry: dict, where: str):
+    User = get_user_model()
+    if not isinstance(entry, dict) or not entry.get("username"):
+        raise SetupError(f"{where}: each user needs a username")
+    user, created = User.objects.get_or_create(username=entry["username"],
+                                               defaults={"email": entry.get("email", "")})
+    if created or entry.get("password"):
+        if entry.get("password"):
+            user.set_password(str(entry["password"]))
+        elif created:
+            user.set_unusable_password()
+        user.save()
+    return user
+
+
+@transaction.atomic
+def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
+    """Create a contest with its rounds, phases, teams, members and organizers."""
+    now = now or timezone.now()
+    c = spec.get("contest") or {}
+    if not c.get("slug") or not c.get("name"):
+        raise SetupError("contest: slug and name are required")
+    if Contest.objects.filter(slug=c["slug"]).exists():
+        raise SetupError(f"contest: a contest with slug {c['slug']!r} already exists")
+    params = dict(c.get("parameters") or {})
+    unknown = sorted(set(params) - _CONTEST_FIELDS - {"organizers"})
+    if unknown:
+        raise SetupError(f"contest.parameters: unknown parameter(s) {unknown}; known: {sorted(_CONTEST_FIELDS)}")
+    try:
+        tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SetupError(f"contest.parameters.time_zone: unknown time zone {params.get('time_zone')!r}") from None
+    for key in ("freeze_at",):
+        if params.get(key) is not None:
+            params[key] = parse_time(params[key], tz, now)
+    contest = Contest(slug=c["slug"], name=c["name"], description=c.get("description", ""), **params)
+    contest.full_clean(exclude=["organizers"])
+    contest.save()
+    for entry in spec.get("users") or []:
+        _user(entry, "users")
+    User = get_user_model()
+    for name in c.get("organizers") or []:
+        try:
+            contest.organizers.add(User.objects.get(username=name))
+        except User.DoesNotExist:
+            raise SetupError(f"contest.organizers: no user {name!r} (list it under users)") from None
+    rounds = spec.get("rounds") or []
+    if not rounds:
+        raise SetupError("rounds: at least one round is required")
+    for i, r in enumerate(rounds):
+        where = f"rounds[{i}]"
+        rnd = Round.objects.create(contest=contest, number=int(r.get("number", i + 1)),
+                                   name=r.get("name") or f"Round {i + 1}", weight=float(r.get("weight", 1.0)),
+                                   ref_days=int(r.get("ref_days", 20)), org_days=int(r.get("org_days", 20)))
+        for kind, window in (r.get("phases") or {}).items():
+            if kind not in (Phase.ANONYMIZATION, Phase.ATTACK):
+                raise SetupError(f"{where}.phases: unknown phase {kind!r} (anonymization or attack)")
+            opens, closes = parse_time(window["opens"], tz, now), parse_time(window["closes"], tz, now)
+            if closes <= opens:
+                raise SetupError(f"{where}.phases.{kind}: closes must be after opens")
+            Phase.objects.create(round=rnd, kind=kind, opens_at=opens, closes_at=closes)
+    for i, t in enumerate(spec.get("teams") or []):
+        team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
+        for entry in t.get("members") or []:
+            Membership.objects.create(user=_user(entry, f"teams[{i}].members"), team=team,
+                                      role=entry.get("role", Membership.MEMBER))
+    audit.record("create_contest", contest=contest, actor=actor, obj=contest, slug=contest.slug)
+    return contest
+
+
+def create_contest_from_yaml(text: str, *, actor=None, now=None) -> Contest:
+    return create_contest(load_yaml(text), actor=actor, now=now)

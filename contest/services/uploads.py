@@ -1,0 +1,258 @@
+"""Anonymized-set and attack uploads: the rules, validation and scoring (SPEC 5, 7, 8).
+
+Rules enforced at upload time, race-free:
+
+- the phase window, by server time (anonymization phase for anonymized sets,
+  attack phase for attacks);
+- at most ``Contest.anonymized_upload_limit`` accepted anonymized sets per
+  (team, challenge, round), and at most ``etable_limit`` etables and
+  ``etraces_limit`` etraces per (attacker, target set). The count and the
+  insert happen in one transaction holding a row lock on the dataset (resp.
+  the target public set): ``SELECT ... FOR UPDATE`` on PostgreSQL, and on
+  SQLite the write lock taken at ``BEGIN IMMEDIATE``. Concurrent uploads thus
+  queue on the lock and the limit can never be exceeded;
+- no attacks on a team's own sets, on invalid sets (they get no public set),
+  or on sample sets.
+
+Decision (SPEC silent): an upload *rejected* for format errors does not count
+towards the limits (it is kept with its errors but is no submission), while a
+pending, valid or below-``s_req`` upload does.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from contest import permissions
+from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
+from contest.services import audit, data, jobs, storage
+
+
+class RuleViolation(Exception):
+    """An upload or selection the contest rules forbid. ``status`` is the HTTP status to answer with."""
+
+    status = 409
+
+    def __init__(self, message: str, *, status: int | None = None, issues=None):
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+        self.issues = issues or []
+
+
+class NotAllowed(RuleViolation):
+    status = 403
+
+
+class LimitReached(RuleViolation):
+    status = 429
+
+
+def _phase(round_, kind) -> Phase | None:
+    return Phase.objects.filter(round=round_, kind=kind).first()
+
+
+def _require_open(round_, kind, now=None) -> Phase:
+    phase = _phase(round_, kind)
+    now = now or timezone.now()
+    if phase is None:
+        raise RuleViolation(f"round {round_.name} has no {kind} phase")
+    if not phase.is_open(now):
+        tz = round_.contest.tz
+        raise RuleViolation(
+            f"the {kind} phase of {round_.name} is not open (it runs from "
+            f"{phase.opens_at.astimezone(tz):%Y-%m-%d %H:%M %Z} to {phase.closes_at.astimezone(tz):%Y-%m-%d %H:%M %Z}; "
+            f"server time is {now.astimezone(tz):%Y-%m-%d %H:%M %Z})")
+    return phase
+
+
+def _check_size(contest, content: bytes, name: str) -> None:
+    """Refuse an upload whose CSV exceeds the contest's limit, before storing anything."""
+    try:
+        storage.decompressed(content, name, contest.upload_size_limit)
+    except storage.UploadTooLarge as exc:
+        raise RuleViolation(str(exc), status=413) from None
+    except storage.BadArchive:
+        pass  # stored and rejected with its error by the validation job
+
+
+# ----- anonymized sets -------------------------------------------------------------
+def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, now=None) -> AnonymizedSet:
+    """Store an anotraces upload and queue its validation and utility scoring."""
+    decision = permissions.can_upload_anonymized(user, dataset)
+    if not decision:
+        raise NotAllowed(decision.reason)
+    contest = dataset.round.contest
+    _require_open(dataset.round, Phase.ANONYMIZATION, now)
+    _check_size(contest, content, name)
+    with transaction.atomic():
+        Dataset.objects.select_for_update().get(pk=dataset.pk)  # serializes concurrent uploads
+        counted = AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
+        if counted >= contest.anonymized_upload_limit:
+            raise LimitReached(f"the limit of {contest.anonymized_upload_limit} anonymized sets for "
+                               f"{dataset.label} in {dataset.round.name} is reached")
+        seq = (AnonymizedSet.objects.filter(dataset=dataset).aggregate(n=Max("seq"))["n"] or 0) + 1
+        stored = storage.store_bytes(content, name, user=user)
+        aset = AnonymizedSet.objects.create(dataset=dataset, team=dataset.team, seq=seq, file=stored,
+                                            uploaded_by=user)
+        audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
+                     dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
+        jobs.create_job("score_anonymized", contest=contest, user=user, anonymized_set_id=aset.pk)
+    return aset
+
+
+def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> AnonymizedSet:
+    """Validate the upload against its original traces and compute s_U (idempotent).
+
+    A format error stores the validator's issues and status ``rejected``; a
+    readable set gets a utility score row and status ``valid`` / ``invalid``
+    (s_U below s_req).
+    """
+    from scoring.errors import ValidationError
+    from scoring.scores import utility
+
+    aset = AnonymizedSet.objects.select_related("dataset__round__contest", "file", "dataset__original").get(pk=aset.pk)
+    if aset.status != AnonymizedSet.PENDING and not force:
+        return aset
+    dataset = aset.dataset
+    contest = dataset.round.contest
+    grid = contest.grid()
+    truth = data.traces(dataset.original, grid)
+    try:
+        csv = storage.read_csv_bytes(aset.file, contest.upload_size_limit)
+        anon = data.anotraces(csv, grid, truth)
+    except ValidationError as exc:
+        issues, total = data.validation_issues(exc)
+        return _set_rejected(aset, issues, total)
+    except (storage.BadArchive, storage.UploadTooLarge) as exc:
+        return _set_rejected(aset, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
+    s_u = float(utility(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u))
+    valid = s_u >= contest.s_req
+    with transaction.atomic():
+        Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY, current=True).update(current=False)
+        Score.objects.create(dataset=dataset, metric=Score.UTILITY, value=s_u, anonymized_set=aset)
+        AnonymizedSet.objects.filter(pk=aset.pk).update(
+            status=AnonymizedSet.VALID if valid else AnonymizedSet.INVALID, s_u=s_u, valid=valid,
+            errors=[], error_total=0, scored_at=timezone.now())
+    aset.refresh_from_db()
+    return aset
+
+
+def _set_rejected(aset, issues, total):
+    AnonymizedSet.objects.filter(pk=aset.pk).update(status=AnonymizedSet.REJECTED, errors=issues,
+                                                    error_total=total, valid=None, s_u=None,
+                                                    selected=False, scored_at=timezone.now())
+    aset.refresh_from_db()
+    return aset
+
+
+def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> str:
+    aset = score_anonymized_set(AnonymizedSet(pk=anonymized_set_id), force=force)
+    jobs.progress(job, 1.0, f"anonymized set #{aset.seq}: {aset.status}")
+    if aset.status == AnonymizedSet.REJECTED:
+        return f"rejected: {aset.error_total} problem(s)"
+    return f"s_U = {aset.s_u:.4f} ({aset.status})"
+
+
+def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedSet:
+    """Make ``aset`` the team's final choice for its dataset (during the anonymization phase)."""
+    decision = permissions.can_upload_anonymized(user, aset.dataset)
+    if not decision:
+        raise NotAllowed(decision.reason)
+    _require_open(aset.dataset.round, Phase.ANONYMIZATION, now)
+    if aset.status == AnonymizedSet.REJECTED:
+        raise RuleViolation("a rejected upload cannot be selected")
+    with transaction.atomic():
+        Dataset.objects.select_for_update().get(pk=aset.dataset_id)
+        AnonymizedSet.objects.filter(dataset=aset.dataset_id).exclude(pk=aset.pk).update(selected=False)
+        AnonymizedSet.objects.filter(pk=aset.pk).update(selected=True)
+        audit.record("select_anonymized", contest=aset.dataset.round.contest, actor=user, obj=aset,
+                     dataset=aset.dataset.label, seq=aset.seq)
+    aset.refresh_from_db()
+    return aset
+
+
+# ----- attacks -------------------------------------------------------------------------
+def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content: bytes, name: str,
+                  now=None) -> Attack:
+    """Store an etable/etraces upload against ``target`` and queue its scoring."""
+    if kind not in (Attack.ETABLE, Attack.ETRACES):
+        raise RuleViolation(f"unknown attack kind {kind!r}; expected etable or etraces", status=400)
+    decision = permissions.can_upload_attack(user, attacker, target)
+    if not decision:
+        raise NotAllowed(decision.reason)
+    round_ = target.dataset.round
+    contest = round_.contest
+    _require_open(round_, Phase.ATTACK, now)
+    _check_size(contest, content, name)
+    limit = contest.etable_limit if kind == Attack.ETABLE else contest.etraces_limit
+    with transaction.atomic():
+        PublicSet.objects.select_for_update().get(pk=target.pk)
+        counted = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
+                   .exclude(status=Attack.REJECTED).count())
+        if counted >= limit:
+            raise LimitReached(f"the limit of {limit} {kind} uploads against {target.dataset.label} is reached")
+        seq = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
+               .aggregate(n=Max("seq"))["n"] or 0) + 1
+        stored = storage.store_bytes(content, name, user=user)
+        attack = Attack.objects.create(attacker=attacker, target=target, kind=kind, seq=seq, file=stored,
+                                       uploaded_by=user)
+        audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
+                     target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
+        jobs.create_job("score_attack", contest=contest, user=user, attack_id=attack.pk)
+    return attack
+
+
+def score_attack(attack: Attack, *, force: bool = False) -> Attack:
+    """Validate an etable/etraces and score it against the secret truth (idempotent)."""
+    from scoring.errors import ValidationError
+    from scoring.scores import reidentification, trace_inference
+
+    attack = Attack.objects.select_related("target__dataset__round__contest", "target__ptable", "file").get(pk=attack.pk)
+    if attack.status != Attack.PENDING and not force:
+        return attack
+    target = attack.target
+    dataset = target.dataset
+    contest = dataset.round.contest
+    grid = contest.grid()
+    try:
+        csv = storage.read_csv_bytes(attack.file, contest.upload_size_limit)
+        if attack.kind == Attack.ETABLE:
+            _, true_users = data.ptable(target.ptable)
+            estimate = data.etable(csv, len(true_users), contest.users_per_set)
+            value = float(reidentification(true_users, estimate))
+            metric = Score.REIDENTIFICATION
+        else:
+            truth = data.traces(dataset.original, grid)
+            estimate = data.etraces(csv, grid, truth)
+            value = float(trace_inference(grid, truth, estimate, lambda_t=contest.lambda_t,
+                                          hospital_weight=contest.hospital_weight))
+            metric = Score.TRACE_INFERENCE
+    except ValidationError as exc:
+        issues, total = data.validation_issues(exc)
+        return _attack_rejected(attack, issues, total)
+    except (storage.BadArchive, storage.UploadTooLarge) as exc:
+        return _attack_rejected(attack, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
+    with transaction.atomic():
+        Score.objects.filter(attack=attack, current=True).update(current=False)
+        Score.objects.create(dataset=dataset, metric=metric, value=value, attack=attack)
+        Attack.objects.filter(pk=attack.pk).update(status=Attack.VALID, score=value, errors=[], error_total=0,
+                                                   scored_at=timezone.now())
+    attack.refresh_from_db()
+    return attack
+
+
+def _attack_rejected(attack, issues, total):
+    Attack.objects.filter(pk=attack.pk).update(status=Attack.REJECTED, errors=issues, error_total=total,
+                                               score=None, scored_at=timezone.now())
+    attack.refresh_from_db()
+    return attack
+
+
+def score_attack_job(job, attack_id: int, force: bool = False) -> str:
+    attack = score_attack(Attack(pk=attack_id), force=force)
+    jobs.progress(job, 1.0, f"{attack.kind} #{attack.seq}: {attack.status}")
+    if attack.status == Attack.REJECTED:
+        return f"rejected: {attack.error_total} problem(s)"
+    return f"score = {attack.score:.4f}"

@@ -1,0 +1,218 @@
+"""Django settings, read from the environment (DESIGN "Work in the background").
+
+Environment variables:
+
+- ``DATABASE_URL``: any dj-database-url URL; default an SQLite file
+  ``var/tracecup.sqlite3`` under the project (embedded, no server needed).
+- ``CELERY_BROKER_URL``: default kombu's filesystem transport under
+  ``var/broker/`` (a server-less broker that still needs a real worker
+  process); production ``redis://host:6379/0``.
+- ``SECRET_KEY``: required unless ``DEBUG`` is on (a fixed development key is
+  used then).
+- ``DEBUG`` (``1``/``0``, default ``1`` unless ``TRACECUP_PRODUCTION=1``),
+  ``ALLOWED_HOSTS`` (comma separated), ``CSRF_TRUSTED_ORIGINS``.
+- ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
+  SSL redirect, proxy header), so that ``manage.py check --deploy`` is clean.
+- ``TRACECUP_VAR_DIR``: where the SQLite file and the filesystem broker live.
+- ``TRACECUP_JOB_TIME_LIMIT``: seconds after which the sweep treats a running
+  job as stuck (default 900).
+"""
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import dj_database_url
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TRACECUP_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+PRODUCTION = _env_bool("TRACECUP_PRODUCTION", False)
+DEBUG = _env_bool("DEBUG", not PRODUCTION)
+
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY:
+    if DEBUG or not PRODUCTION:
+        # Development only: a fixed key so sessions survive restarts of the demo.
+        SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"
+    else:
+        from django.core.exceptions import ImproperlyConfigured
+        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")
+
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get(
+    "ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,testserver").split(",") if h.strip()]
+CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "contest.apps.ContestConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "contest.urls"
+WSGI_APPLICATION = "contest.wsgi.application"
+
+TEMPLATES = [{
+    "BACKEND": "django.template.backends.django.DjangoTemplates",
+    "DIRS": [BASE_DIR / "templates"],
+    "APP_DIRS": True,
+    "OPTIONS": {"context_processors": [
+        "django.template.context_processors.request",
+        "django.contrib.auth.context_processors.auth",
+        "django.contrib.messages.context_processors.messages",
+    ]},
+}]
+
+# ----- database -------------------------------------------------------------
+DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DATABASE_URL.startswith("sqlite") else 60)}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The web process and the worker write the same file: wait for the lock
+    # instead of failing, and take the write lock at BEGIN so that the
+    # count-then-insert of an upload is serialized (select_for_update is a
+    # no-op on SQLite).
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 60, "transaction_mode": "IMMEDIATE"})
+    # A file (not in-memory) test database, so that a real worker process
+    # started by the integration test sees the same data. One per test run.
+    DATABASES["default"]["TEST"] = {"NAME": os.environ.get(
+        "TRACECUP_TEST_SQLITE", str(VAR_DIR / f"test_tracecup_{os.getpid()}.sqlite3"))}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"  # stored times are UTC; each contest shows its own zone
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.is_dir()]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage" if PRODUCTION
+                    else "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+
+# The HTML pages (contest.web, a separate package) have their own login page.
+LOGIN_URL = "/login/" if (BASE_DIR / "contest" / "web" / "urls.py").exists() else "/accounts/login/"
+LOCALE_PATHS = [p for p in [BASE_DIR / "contest" / "web" / "locale"] if p.is_dir()]
+LANGUAGES = [("en", "English"), ("ja", "日本語")]
+LOGIN_REDIRECT_URL = "/"
+
+# Upload bodies beyond this are spooled to disk; the contest's own size limit is
+# checked by the upload service on both the compressed and the decompressed size.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
+
+# ----- REST API ---------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "contest.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "TraceCup API",
+    "DESCRIPTION": "Location-trace anonymization contest (PWS Cup 2019 kind): "
+                   "data downloads, anonymized-set and attack uploads, jobs, scores and results. "
+                   "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# ----- Celery -------------------------------------------------------------------
+BROKER_DIR = Path(os.environ.get("TRACECUP_BROKER_DIR", VAR_DIR / "broker"))
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+if CELERY_BROKER_URL.startswith("filesystem"):
+    for sub in ("queue", "processed"):
+        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+    # The filesystem transport has no broadcast replies worth waiting for.
+    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_RESULT_BACKEND = None  # job rows carry status, progress and errors
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+TRACECUP_JOB_TIME_LIMIT = int(os.environ.get("TRACECUP_JOB_TIME_LIMIT", "900"))
+TRACECUP_JOB_MAX_ATTEMPTS = 3
+CELERY_TASK_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT
+CELERY_TASK_SOFT_TIME_LIMIT = max(TRACECUP_JOB_TIME_LIMIT - 30, 30)
+CELERY_BEAT_SCHEDULE = {
+    "sweep-jobs-and-phases": {
+        "task": "contest.tasks.sweep",
+        "schedule": timedelta(seconds=int(os.environ.get("TRACECUP_SWEEP_SECONDS", "60"))),
+    },
+}
+
+# ----- production hardening -------------------------------------------------------
+if PRODUCTION:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

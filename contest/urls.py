@@ -1,0 +1,15 @@
+"""Site routes: /api/ (REST), /admin/ (Django admin), and the HTML pages (contest.web) at the root."""
+import importlib.util
+
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("contest.api.urls")),
+    path("accounts/", include("django.contrib.auth.urls")),
+]
+
+# The HTML pages are a separate package; mount them when present.
+if importlib.util.find_spec("contest.web") is not None and importlib.util.find_spec("contest.web.urls") is not None:
+    urlpatterns.append(path("", include("contest.web.urls")))

@@ -1,0 +1,7 @@
+"""WSGI entry point (``gunicorn contest.wsgi:application``)."""
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contest.settings")
+application = get_wsgi_application()

@@ -1,0 +1,32 @@
+"""The Django admin lists and shows every contest model (organizer tooling)."""
+from __future__ import annotations
+
+import pytest
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from contest.services import judge, uploads
+from tests.contest.conftest import anonymize_csv, user
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_model_has_a_working_admin(generated, client):
+    from contest.models import Dataset
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    uploads.score_anonymized_set(uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds,
+                                                               content=anonymize_csv(ds), name="a.csv"))
+    judge.close_anonymization(generated.rounds.get())
+    root = get_user_model().objects.create_superuser("root", "root@example.org", "pw")
+    client.force_login(root)
+    contest_models = [m for m in admin.site._registry if m._meta.app_label == "contest"]
+    assert len(contest_models) == 15
+    for model in contest_models:
+        info = (model._meta.app_label, model._meta.model_name)
+        r = client.get(reverse("admin:%s_%s_changelist" % info))
+        assert r.status_code == 200, model
+        obj = model.objects.first()
+        if obj is not None:
+            r = client.get(reverse("admin:%s_%s_change" % info, args=[obj.pk]))
+            assert r.status_code == 200, model

@@ -1,0 +1,133 @@
+"""Organizer tooling and deployment: create/export/import commands, check --deploy, docker-compose."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import call_command
+
+from contest.models import Contest, Dataset, Phase, StoredFile
+from contest.services import judge, results, storage, uploads
+from tests.contest.conftest import anonymize_csv, move_phase, user
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.django_db
+def test_create_contest_command(tmp_path):
+    out = io.StringIO()
+    call_command("create_contest", str(ROOT / "contest" / "example_contest.yaml"), stdout=out)
+    assert "created contest 'tracecup-2026'" in out.getvalue()
+    assert Contest.objects.get(slug="tracecup-2026").rounds.count() == 2
+
+
+@pytest.mark.django_db
+def test_export_import_round_trip_byte_for_byte(generated, tmp_path):
+    # a contest with uploads, a public set, judge results, an attack and a published snapshot
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    uploads.score_anonymized_set(uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds,
+                                                               content=anonymize_csv(ds), name="a.csv"))
+    generated.judge_attacks = ["I1-rand", "T1-rand"]
+    generated.save()
+    rnd = generated.rounds.get()
+    for ps in judge.close_anonymization(rnd):
+        judge.run_judge_attacks(ps)
+    move_phase(rnd, Phase.ATTACK, -1, 5)
+    ps = ds.public_set
+    from contest.services import data
+    uploads.score_attack(uploads.submit_attack(
+        user=user("beta1"), attacker=user("beta1").memberships.get().team, target=ps, kind="etable",
+        content=data.etable_csv(list(range(1, generated.users_per_set + 1))), name="e.csv"))
+    results.publish_results(generated)
+
+    first = tmp_path / "first.zip"
+    call_command("export_contest", "tc", str(first), stdout=io.StringIO())
+    call_command("import_contest", str(first), "--slug", "tc-copy", stdout=io.StringIO())
+    second = tmp_path / "second.zip"
+    call_command("export_contest", "tc-copy", str(second), stdout=io.StringIO())
+
+    def load(path):
+        with zipfile.ZipFile(path) as z:
+            doc = json.loads(z.read("contest.json"))
+            files = {n: z.read(n) for n in z.namelist() if n.startswith("files/")}
+        return doc, files
+
+    d1, f1 = load(first)
+    d2, f2 = load(second)
+    assert f1 == f2 and len(f1) == len(d1["files"]) > 20
+    d2["contest"]["slug"] = "tc"
+    a1, a2 = d1.pop("audit"), d2.pop("audit")
+    assert d1 == d2
+    assert a2[:len(a1)] == a1 and a2[-1]["action"] == "import_contest"
+    copy = Contest.objects.get(slug="tc-copy")
+    for ds1, ds2 in zip(Dataset.objects.filter(round__contest=generated).order_by("pk"),
+                        Dataset.objects.filter(round__contest=copy).order_by("pk")):
+        assert storage.read_bytes(ds1.original) == storage.read_bytes(ds2.original)
+    # the imported contest computes the same results from its imported score rows
+    assert results.compute(copy).to_dict() == results.compute(generated).to_dict()
+
+
+def _run(args, env_extra, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+    env.update(env_extra)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_check_deploy_is_clean_under_production_settings():
+    r = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+             {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "ALLOWED_HOSTS": "contest.example.org",
+              "SECRET_KEY": "x" * 20 + "production-secret-for-the-check-only-0123456789"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no issues" in r.stdout
+
+
+def test_production_requires_a_secret_key():
+    r = _run(["manage.py", "check"], {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "SECRET_KEY": ""})
+    assert r.returncode != 0 and "SECRET_KEY" in r.stderr
+
+
+def test_docker_compose_commands_and_modules_exist():
+    import importlib.util
+
+    from django.core.management import get_commands
+
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    assert {"postgres", "redis", "web", "worker", "beat"} <= set(services)
+    assert "Dockerfile" in str(services["web"]["build"]) or (ROOT / "Dockerfile").exists()
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "requirements.txt" in dockerfile
+    commands = get_commands()
+    for name in ("web", "worker", "beat", "migrate"):
+        if name not in services:
+            continue
+        cmd = services[name]["command"]
+        words = cmd if isinstance(cmd, list) else cmd.split()
+        text = " ".join(words)
+        if "gunicorn" in text:
+            module, _, attr = next(w for w in words if ":" in w and "." in w).partition(":")
+            assert importlib.util.find_spec(module) is not None
+            assert hasattr(__import__(module, fromlist=[attr]), attr)
+        if "celery" in text:
+            app = words[words.index("-A") + 1]
+            assert importlib.util.find_spec(app) is not None
+            assert hasattr(__import__(app, fromlist=["celery_app"]), "celery_app")
+        for i, w in enumerate(words):
+            if w == "manage.py":
+                assert words[i + 1] in commands, f"{name}: unknown command {words[i + 1]}"
+        env = services[name].get("environment", {})
+        assert "DATABASE_URL" in env and "CELERY_BROKER_URL" in env
+    assert "postgres" in services["web"]["environment"]["DATABASE_URL"]
+    assert services["worker"]["environment"]["CELERY_BROKER_URL"].startswith("redis://")
+    beat = services["beat"]["command"]
+    assert "beat" in (beat if isinstance(beat, str) else " ".join(beat))
+    from django.conf import settings
+    assert settings.CELERY_BEAT_SCHEDULE["sweep-jobs-and-phases"]["task"] == "contest.tasks.sweep"

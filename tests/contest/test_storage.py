@@ -1,0 +1,108 @@
+"""Files in the database, immutability, the audit log and the YAML setup."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import zipfile
+
+import pytest
+
+from contest.models import AuditLog, StoredFile
+from contest.services import audit, storage
+from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
+from tests.contest.conftest import contest_spec
+
+pytestmark = pytest.mark.django_db
+
+
+def test_store_and_stream_exact_bytes():
+    data = os.urandom(3_000_000) + b"\r\n\xef\xbb\xbf tail"
+    f = storage.store_bytes(data, "x.bin")
+    f = StoredFile.objects.get(pk=f.pk)
+    assert f.sha256 == hashlib.sha256(data).hexdigest() and f.size == len(data)
+    assert storage.read_bytes(f) == data
+    assert b"".join(storage.iter_bytes(f, chunk=4096)) == data
+
+
+def test_decompressed_accepts_gz_zip_and_enforces_limit():
+    csv = b"reg_id\n1\n2\n"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("a.csv", csv)
+    assert storage.decompressed(gzip.compress(csv), "a.csv.gz") == csv
+    assert storage.decompressed(buf.getvalue(), "a.zip") == csv
+    assert storage.decompressed(csv, "a.csv") == csv
+    with pytest.raises(storage.UploadTooLarge):
+        storage.decompressed(gzip.compress(b"0" * 10_000), "bomb.gz", limit=1000)
+    two = io.BytesIO()
+    with zipfile.ZipFile(two, "w") as z:
+        z.writestr("a.csv", csv)
+        z.writestr("b.csv", csv)
+    with pytest.raises(storage.BadArchive, match="exactly one"):
+        storage.decompressed(two.getvalue(), "two.zip")
+    with pytest.raises(storage.BadArchive):
+        storage.decompressed(b"\x1f\x8bnot gzip", "x.gz")
+
+
+def test_stored_files_are_never_overwritten_or_deleted():
+    f = storage.store_bytes(b"abc", "a.csv")
+    f.name = "b.csv"
+    with pytest.raises(PermissionError):
+        f.save()
+    with pytest.raises(PermissionError):
+        f.delete()
+    with pytest.raises(PermissionError):
+        StoredFile.objects.filter(pk=f.pk).update(name="c")
+    with pytest.raises(PermissionError):
+        StoredFile.objects.all().delete()
+    assert StoredFile.objects.get(pk=f.pk).name == "a.csv"
+
+
+def test_audit_log_is_append_only():
+    entry = audit.record("test_action", detail=1)
+    entry.action = "changed"
+    with pytest.raises(PermissionError):
+        entry.save()
+    with pytest.raises(PermissionError):
+        entry.delete()
+    with pytest.raises(PermissionError):
+        AuditLog.objects.update(action="x")
+    with pytest.raises(PermissionError):
+        AuditLog.objects.all().delete()
+    assert AuditLog.objects.get(pk=entry.pk).action == "test_action"
+
+
+def test_create_contest_from_yaml_file():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "contest" / "example_contest.yaml").read_text()
+    c = create_contest_from_yaml(text)
+    assert c.rounds.count() == 2 and list(c.rounds.values_list("weight", flat=True)) == [0.1, 0.9]
+    assert c.teams.count() == 3 and c.time_zone == "Asia/Tokyo"
+    phase = c.rounds.first().phases.get(kind="anonymization")
+    assert phase.local(phase.opens_at).utcoffset().total_seconds() == 9 * 3600
+    assert c.organizers.filter(username="judge").exists()
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda s: s.update(version=2), "version"),
+    (lambda s: s["contest"]["parameters"].update(bogus=1), "unknown parameter"),
+    (lambda s: s["contest"]["parameters"].update(time_zone="Mars/Olympus"), "time zone"),
+    (lambda s: s["rounds"][0]["phases"]["attack"].update(closes="now-5h"), "closes must be after opens"),
+    (lambda s: s["rounds"][0]["phases"]["attack"].update(opens="yesterday"), "ISO 8601"),
+    (lambda s: s["contest"].update(organizers=["nobody"]), "no user"),
+])
+def test_setup_errors_name_the_problem(mutate, message):
+    spec = contest_spec()
+    mutate(spec)
+    with pytest.raises(SetupError, match=message):
+        from contest.services.setup import load_yaml
+        import yaml
+        create_contest(load_yaml(yaml.safe_dump(spec)))
+
+
+def test_duplicate_slug_is_refused():
+    create_contest(contest_spec())
+    with pytest.raises(SetupError, match="already exists"):
+        create_contest(contest_spec())
