@@ -1,0 +1,217 @@
+"""Shared helpers of the HTML pages: page context, contest state, results reading, colours.
+
+Reads here are thin functions over the core's models (``contest.models``);
+who may see what is asked of ``contest.web.access`` which defers to the
+core's ``contest.permissions``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from contest.models import IDP, TRP, Contest, Phase, ResultsSnapshot, Team
+
+from . import access
+
+CHALLENGE_SHORT = {IDP: "IDP", TRP: "TRP"}
+
+
+def challenge_name(challenge: int) -> str:
+    return _("re-identification (IDP)") if challenge == IDP else _("trace inference (TRP)")
+
+
+def js_strings() -> dict:
+    """Strings the page script shows, in the page language (see static/js/tracecup.js)."""
+    return {
+        "no_attack": _("no attack"),
+        "region_tip": _("region {r} (x {x}, y {y}): {v}"),
+        "share_of_events": _("share of events (square-root scale)"),
+        "sorted_by": _("Sorted by {col}, {dir}"),
+        "ascending": _("ascending"),
+        "descending": _("descending"),
+        "days_short": _("d"),
+        "deadline_zones": _("{contest} (contest time) · {viewer} (your time)"),
+        "deadline_passed": _("deadline passed"),
+        "chosen_file": _("Chosen: {name} ({size})"),
+        "uploading": _("Uploading…"),
+        "uploaded_of": _("Uploaded {done} of {total} ({pct}%)"),
+        "upload_received": _("Upload complete; waiting for the server…"),
+        "upload_failed": _("Upload failed (HTTP {code})."),
+        "network_error": _("Network error: the upload did not reach the server."),
+    }
+
+
+def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,
+         nav: str | None = None, sub: str | None = None, status: int = 200):
+    """Render ``template`` with what the page frame (header, contest menu) needs."""
+    ctx = dict(context or {})
+    user = request.user
+    ctx.setdefault("contest", contest)
+    ctx["nav"] = nav
+    ctx["sub"] = sub
+    ctx["js_strings"] = js_strings()
+    if user.is_authenticated:
+        ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
+        ctx["is_any_organizer"] = access.is_any_organizer(user)
+    else:
+        ctx["my_teams"] = []
+        ctx["is_any_organizer"] = False
+    ctx["is_contest_organizer"] = bool(contest) and access.is_organizer(user, contest)
+    # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
+    with timezone.override(contest.tz if contest else None):
+        return render(request, template, ctx, status=status)
+
+
+def get_contest(slug: str) -> Contest:
+    return get_object_or_404(Contest, slug=slug)
+
+
+# ---------------------------------------------------------------- contest state
+@dataclass
+class ContestState:
+    """What is happening now, and the next deadline, for the header of the contest pages."""
+
+    label: str
+    open_phase: Phase | None
+    next_phase: Phase | None
+    deadline: datetime | None
+    deadline_label: str
+    published: bool
+
+
+def phase_label(phase: Phase) -> str:
+    kind = _("anonymization phase") if phase.kind == Phase.ANONYMIZATION else _("attack phase")
+    return f"{phase.round.name}: {kind}"
+
+
+def contest_state(contest: Contest, now: datetime | None = None) -> ContestState:
+    now = now or timezone.now()
+    phases = list(Phase.objects.filter(round__contest=contest).select_related("round", "round__contest").order_by("opens_at"))
+    open_phase = next((p for p in phases if p.is_open(now)), None)
+    upcoming = [p for p in phases if p.opens_at > now and p.closed_at is None]
+    next_phase = upcoming[0] if upcoming else None
+    published = contest.snapshots.filter(published=True).exists()
+    if open_phase:
+        label = _("%(phase)s is open") % {"phase": phase_label(open_phase)}
+        deadline, deadline_label = open_phase.closes_at, _("%(phase)s closes in") % {"phase": phase_label(open_phase)}
+    elif next_phase:
+        label = _("Waiting for %(phase)s") % {"phase": phase_label(next_phase)}
+        deadline, deadline_label = next_phase.opens_at, _("%(phase)s opens in") % {"phase": phase_label(next_phase)}
+    elif not phases:
+        label, deadline, deadline_label = _("Being set up"), None, ""
+    elif published:
+        label, deadline, deadline_label = _("Finished: results published"), None, ""
+    else:
+        label, deadline, deadline_label = _("All phases closed: results to be published"), None, ""
+    return ContestState(label, open_phase, next_phase, deadline, deadline_label, published)
+
+
+def phase_rows(contest: Contest, now: datetime | None = None) -> list[dict]:
+    """Every phase with its times in the contest's zone and whether it is past, open or to come."""
+    now = now or timezone.now()
+    tz = contest.tz
+    rows = []
+    for p in Phase.objects.filter(round__contest=contest).select_related("round").order_by("opens_at"):
+        state = "open" if p.is_open(now) else ("past" if (p.closed_at or p.closes_at <= now) else "future")
+        rows.append({"phase": p, "label": phase_label(p), "opens": p.opens_at.astimezone(tz),
+                     "closes": p.closes_at.astimezone(tz), "state": state})
+    return rows
+
+
+# ---------------------------------------------------------------- results
+def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bool]:
+    """The results a viewer may see: the published snapshot, or for organizers the latest (preview).
+
+    Returns ``(snapshot, is_preview)``.
+    """
+    published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
+    if access.is_organizer(user, contest):
+        latest = contest.snapshots.order_by("-created_at", "-id").first()
+        if latest is not None and (published is None or latest.pk != published.pk):
+            return latest, True
+    if published is not None and access.can_see_results(user, contest):
+        return published, False
+    return None, False
+
+
+def team_names(contest: Contest) -> dict[int, str]:
+    return {t.number: t.name for t in Team.objects.filter(contest=contest)}
+
+
+class ResultsView:
+    """Read helpers over a snapshot's data (``scoring.results.Results.to_dict()``)."""
+
+    def __init__(self, contest: Contest, data: dict):
+        self.contest = contest
+        self.data = data or {}
+        self.names = team_names(contest)
+        self.benchmark = self.data.get("benchmark_team")
+        self.rounds = [(int(r["round"]), float(r["weight"])) for r in self.data.get("round_weights", [])]
+        round_names = {r.number: r.name for r in contest.rounds.all()}
+        self.round_names = {n: round_names.get(n, _("Round %(n)s") % {"n": n}) for n, _w in self.rounds}
+
+    def team_label(self, team) -> str:
+        if isinstance(team, str):
+            return team  # a judge sample attack, e.g. "I2-VisitProb"
+        if self.benchmark is not None and team == self.benchmark:
+            return _("Benchmark")
+        name = self.names.get(team)
+        return f"{team:03d} {name}" if name else f"{team:03d}"
+
+    def set_label(self, s: dict) -> str:
+        ref = s["set"]
+        return f"{self.team_label(ref['team'])} · {CHALLENGE_SHORT.get(ref['challenge'], ref['challenge'])}"
+
+    def sets(self, round_no: int | None = None) -> list[dict]:
+        out = [s for s in self.data.get("sets", []) if round_no is None or s["set"]["round"] == round_no]
+        return sorted(out, key=lambda s: (s["set"]["round"], s["set"]["team"], s["set"]["challenge"]))
+
+    def final_time(self, team: int, round_no: int | None) -> str | None:
+        times = [s.get("submitted_at") for s in self.sets(round_no) if s["set"]["team"] == team and s.get("submitted_at")]
+        return max(times) if times else None
+
+
+def rank_rows(rows: list[dict], value_key: str, *, higher_is_better: bool = True) -> list[dict]:
+    """Positions with the declared tie-break: equal values (to 12 decimals) go to the earlier final submission."""
+    def key(r):
+        v = r.get(value_key)
+        v = -math.inf if v is None else round(float(v), 12)
+        t = r.get("final_at") or "9999"
+        return ((-v if higher_is_better else v), t, r.get("team", 0))
+    ordered = sorted(rows, key=key)
+    prev_value = object()
+    for i, r in enumerate(ordered, start=1):
+        r["rank"] = i
+        v = r.get(value_key)
+        r["tied"] = v is not None and prev_value is not None and prev_value == (round(float(v), 12) if v is not None else None)
+        prev_value = round(float(v), 12) if v is not None else None
+    # mark both members of a tie
+    for a, b in zip(ordered, ordered[1:]):
+        if b["tied"]:
+            a["tied"] = True
+    return ordered
+
+
+# ---------------------------------------------------------------- colours
+# The same sequential scale as static/js/tracecup.js (viridis stops), so the
+# server-rendered table and the SVG heatmap agree.
+VIRIDIS = [(68, 1, 84), (72, 40, 120), (62, 74, 137), (49, 104, 142), (38, 130, 142),
+           (31, 158, 137), (53, 183, 121), (109, 205, 89), (180, 222, 44), (253, 231, 37)]
+
+
+def heat_style(value: float | None, lo: float = 0.0, hi: float = 1.0) -> str:
+    """Inline CSS (background and a readable text colour) for a heatmap cell."""
+    if value is None:
+        return ""
+    u = 0.0 if hi == lo else min(1.0, max(0.0, (value - lo) / (hi - lo)))
+    pos = u * (len(VIRIDIS) - 1)
+    i = min(int(pos), len(VIRIDIS) - 2)
+    f = pos - i
+    rgb = [round(a + (b - a) * f) for a, b in zip(VIRIDIS[i], VIRIDIS[i + 1])]
+    light = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140
+    return f"background:rgb({rgb[0]},{rgb[1]},{rgb[2]});color:{'#000' if light else '#fff'}"

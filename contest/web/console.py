@@ -1,0 +1,391 @@
+"""Organizer console: create contests (form or YAML), rounds and phases, teams, generation, phase close,
+jobs (status, progress, errors, retry), re-score, publish / unpublish, download everything.
+
+Operations call the core's services (``contest.services.*``). A few organizer
+actions have no core service yet; they are thin functions here over the
+models, each writing the audit log, and are listed in the issue note:
+approving a team, adding a round with its phases, closing an attack phase
+early, unpublishing, and retrying a failed job (a new job row with the same
+arguments; the failed row stays as it was).
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from tempfile import SpooledTemporaryFile
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count
+from django.http import FileResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from contest.models import (AnonymizedSet, Attack, AuditLog, Contest, Dataset, Job, JudgeAttackResult, Phase,
+                            PublicSet, ResultsSnapshot, Round, StoredFile, Team)
+from contest.services import audit, jobs, storage
+
+from . import access
+from .common import contest_state, get_contest, page
+from .forms import ContestForm, ContestYamlForm, RoundForm, TeamForm
+
+
+def _may_create_contests(user) -> bool:
+    """Staff, superusers and anyone who already organizes a contest may create one."""
+    return user.is_authenticated and (user.is_staff or user.is_superuser or access.is_any_organizer(user))
+
+
+def _organizer_contest(request, slug) -> Contest:
+    contest = get_contest(slug)
+    access.require_organizer(request.user, contest)
+    return contest
+
+
+# ---------------------------------------------------------------- list and create
+@login_required
+def console_home(request):
+    if not _may_create_contests(request.user):
+        raise PermissionDenied(_("The organizer console is for organizers."))
+    contests = [c for c in Contest.objects.order_by("-created_at") if access.is_organizer(request.user, c)]
+    rows = [{"contest": c, "state": contest_state(c)} for c in contests]
+    form = ContestForm(prefix="c")
+    round_form = RoundForm(prefix="r", initial={"name": _("Final"), "weight": 1.0})
+    yaml_form = ContestYamlForm(prefix="y")
+    if request.method == "POST":
+        if request.POST.get("mode") == "yaml":
+            yaml_form = ContestYamlForm(request.POST, request.FILES, prefix="y")
+            if yaml_form.is_valid():
+                from contest.services.setup import SetupError, create_contest_from_yaml
+                try:
+                    contest = create_contest_from_yaml(yaml_form.yaml_source(), actor=request.user)
+                except (SetupError, ValueError) as exc:
+                    yaml_form.add_error(None, str(exc))
+                else:
+                    if not access.is_organizer(request.user, contest):
+                        contest.organizers.add(request.user)
+                    messages.success(request, _("Contest %(name)s created from YAML.") % {"name": contest.name})
+                    return redirect("web:console_contest", contest.slug)
+        else:
+            form = ContestForm(request.POST, prefix="c")
+            tz_name = request.POST.get("c-time_zone") or "Asia/Tokyo"
+            try:
+                import zoneinfo
+                tz = zoneinfo.ZoneInfo(tz_name)
+            except Exception:  # the contest form reports the bad zone
+                tz = timezone.get_default_timezone()
+            with timezone.override(tz):
+                round_form = RoundForm(request.POST, prefix="r")
+                ok = form.is_valid() & round_form.is_valid()
+            if ok:
+                contest = _create_from_forms(request.user, form.cleaned_data, round_form.cleaned_data)
+                if contest is not None:
+                    messages.success(request, _("Contest %(name)s created.") % {"name": contest.name})
+                    return redirect("web:console_contest", contest.slug)
+                form.add_error(None, _("The contest could not be created."))
+    ctx = {"rows": rows, "form": form, "round_form": round_form, "yaml_form": yaml_form}
+    return page(request, "web/console_home.html", ctx, nav="console")
+
+
+def _create_from_forms(user, c: dict, r: dict) -> Contest | None:
+    """Build the same spec a YAML file gives and hand it to the core's setup service."""
+    from contest.services.setup import SetupError, create_contest
+    params = {k: v for k, v in c.items() if k not in ("name", "slug", "description") and v not in (None, "")}
+    spec = {
+        "contest": {"slug": c["slug"], "name": c["name"], "description": c.get("description", ""),
+                    "parameters": params, "organizers": [user.get_username()]},
+        "rounds": [{"number": 1, "name": r["name"], "weight": r["weight"], "ref_days": r["ref_days"],
+                    "org_days": r["org_days"], "phases": {
+                        "anonymization": {"opens": r["anonymization_opens"].isoformat(),
+                                          "closes": r["anonymization_closes"].isoformat()},
+                        "attack": {"opens": r["attack_opens"].isoformat(), "closes": r["attack_closes"].isoformat()}}}],
+    }
+    try:
+        return create_contest(spec, actor=user)
+    except (SetupError, ValueError):
+        return None
+
+
+# ---------------------------------------------------------------- one contest
+@login_required
+def console_contest(request, slug):
+    contest = _organizer_contest(request, slug)
+    now = timezone.now()
+    rounds = []
+    for r in contest.rounds.prefetch_related("phases").order_by("number"):
+        n_datasets = Dataset.objects.filter(round=r).count()
+        gen_job = Job.objects.filter(kind="generate_round", args__round_id=r.pk).order_by("-created_at", "-id").first()
+        close_job = Job.objects.filter(kind="close_anonymization", args__round_id=r.pk).order_by("-created_at", "-id").first()
+        phases = {p.kind: p for p in r.phases.all()}
+        anon = phases.get(Phase.ANONYMIZATION)
+        rounds.append({
+            "round": r, "n_datasets": n_datasets, "gen_job": gen_job, "close_job": close_job,
+            "phases": [{"phase": p, "open": p.is_open(now), "opens": p.opens_at.astimezone(contest.tz),
+                        "closes": p.closes_at.astimezone(contest.tz)} for p in r.phases.order_by("opens_at")],
+            "anon_closed": bool(anon and anon.closed_at),
+            "n_uploads": AnonymizedSet.objects.filter(dataset__round=r).count(),
+            "n_public": PublicSet.objects.filter(dataset__round=r).count(),
+            "n_attacks": Attack.objects.filter(target__dataset__round=r).count(),
+        })
+    teams = contest.teams.annotate(n_members=Count("memberships")).order_by("number")
+    snapshots = contest.snapshots.order_by("-created_at", "-id")[:5]
+    active_jobs = contest.jobs.filter(status__in=(Job.QUEUED, Job.RUNNING)).count()
+    failed_jobs = contest.jobs.filter(status=Job.FAILED).count()
+    with timezone.override(contest.tz):
+        round_form = RoundForm(prefix="r", initial={"name": _("Round %(n)s") % {"n": contest.rounds.count() + 1}})
+    ctx = {"rounds": rounds, "teams": teams, "snapshots": snapshots, "state": contest_state(contest, now),
+           "active_jobs": active_jobs, "failed_jobs": failed_jobs, "round_form": round_form, "team_form": TeamForm(),
+           "published": contest.results_published_at is not None,
+           "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
+    return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
+
+
+def _back(slug, anchor=""):
+    return redirect(reverse("web:console_contest", args=[slug]) + anchor)
+
+
+@login_required
+@require_POST
+def add_round(request, slug):
+    contest = _organizer_contest(request, slug)
+    with timezone.override(contest.tz):
+        form = RoundForm(request.POST, prefix="r")
+        valid = form.is_valid()
+    if not valid:
+        for field, errs in form.errors.items():
+            for e in errs:
+                messages.error(request, f"{form.fields[field].label if field in form.fields else ''} {e}".strip())
+        return _back(slug, "#rounds")
+    d = form.cleaned_data
+    with transaction.atomic():
+        number = (contest.rounds.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        rnd = Round.objects.create(contest=contest, number=number, name=d["name"], weight=d["weight"],
+                                   ref_days=d["ref_days"], org_days=d["org_days"])
+        Phase.objects.create(round=rnd, kind=Phase.ANONYMIZATION, opens_at=d["anonymization_opens"],
+                             closes_at=d["anonymization_closes"])
+        Phase.objects.create(round=rnd, kind=Phase.ATTACK, opens_at=d["attack_opens"], closes_at=d["attack_closes"])
+        audit.record("add_round", contest=contest, actor=request.user, obj=rnd, round=number, name=rnd.name)
+    messages.success(request, _("Round %(name)s added.") % {"name": rnd.name})
+    return _back(slug, "#rounds")
+
+
+@login_required
+@require_POST
+def add_team(request, slug):
+    contest = _organizer_contest(request, slug)
+    form = TeamForm(request.POST)
+    if form.is_valid():
+        name = form.cleaned_data["name"].strip()
+        with transaction.atomic():
+            if contest.teams.filter(name=name).exists():
+                messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
+                return _back(slug, "#teams")
+            number = (contest.teams.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+            team = Team.objects.create(contest=contest, number=number, name=name, approved=True)
+            audit.record("add_team", contest=contest, actor=request.user, obj=team, number=number, name=name)
+        messages.success(request, _("Team %(name)s added; its invitation code is %(code)s.")
+                         % {"name": team.name, "code": team.invitation_code})
+    return _back(slug, "#teams")
+
+
+@login_required
+@require_POST
+def approve_team(request, slug, team_id):
+    contest = _organizer_contest(request, slug)
+    team = get_object_or_404(Team, pk=team_id, contest=contest)
+    approve = request.POST.get("approved", "1") == "1"
+    Team.objects.filter(pk=team.pk).update(approved=approve)
+    audit.record("approve_team" if approve else "unapprove_team", contest=contest, actor=request.user, obj=team,
+                 number=team.number)
+    messages.success(request, (_("Team %(name)s approved.") if approve else _("Approval of team %(name)s withdrawn."))
+                     % {"name": team.name})
+    return _back(slug, "#teams")
+
+
+@login_required
+@require_POST
+def generate(request, slug, round_id):
+    from contest.services.generation import request_generation
+    contest = _organizer_contest(request, slug)
+    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    with transaction.atomic():
+        job = request_generation(rnd, user=request.user)
+    messages.success(request, _("Data generation for %(round)s started (job %(job)s).") % {"round": rnd.name, "job": job.pk})
+    return redirect("web:console_job", slug, job.pk)
+
+
+@login_required
+@require_POST
+def close_phase(request, slug, phase_id):
+    contest = _organizer_contest(request, slug)
+    phase = get_object_or_404(Phase.objects.select_related("round"), pk=phase_id, round__contest=contest)
+    if phase.kind == Phase.ANONYMIZATION:
+        from contest.services.judge import request_close
+        now = timezone.now()
+        with transaction.atomic():
+            if phase.closes_at > now:
+                Phase.objects.filter(pk=phase.pk).update(closes_at=now)  # no upload after the command
+            job = request_close(phase.round, user=request.user)
+        messages.success(request, _("Closing the anonymization phase of %(round)s: freezing, pseudonymizing and "
+                                    "running the judge attacks (job %(job)s).") % {"round": phase.round.name, "job": job.pk})
+        return redirect("web:console_job", slug, job.pk)
+    now = timezone.now()
+    with transaction.atomic():
+        Phase.objects.filter(pk=phase.pk).update(closes_at=min(phase.closes_at, now), closed_at=now)
+        audit.record("close_phase", contest=contest, actor=request.user, obj=phase, round=phase.round.number,
+                     kind=phase.kind)
+        job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
+    messages.success(request, _("The attack phase of %(round)s is closed; results are being computed (job %(job)s).")
+                     % {"round": phase.round.name, "job": job.pk})
+    return _back(slug, "#rounds")
+
+
+@login_required
+@require_POST
+def results_action(request, slug, action):
+    contest = _organizer_contest(request, slug)
+    if action == "snapshot":
+        with transaction.atomic():
+            job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
+        messages.success(request, _("Computing a results preview (job %(job)s).") % {"job": job.pk})
+    elif action == "publish":
+        with transaction.atomic():
+            job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk,
+                                  publish=True)
+        messages.success(request, _("Publishing the results (job %(job)s).") % {"job": job.pk})
+    elif action == "unpublish":
+        with transaction.atomic():
+            ResultsSnapshot.objects.filter(contest=contest, published=True).update(published=False)
+            Contest.objects.filter(pk=contest.pk).update(results_published_at=None)
+            audit.record("unpublish_results", contest=contest, actor=request.user, obj=contest)
+        messages.success(request, _("Results are embargoed again."))
+    elif action == "rescore":
+        with transaction.atomic():
+            job = jobs.create_job("rescore", contest=contest, user=request.user, contest_id=contest.pk)
+        messages.success(request, _("Re-scoring every upload and judge attack (job %(job)s).") % {"job": job.pk})
+    else:
+        messages.error(request, _("Unknown action."))
+    return _back(slug, "#results")
+
+
+# ---------------------------------------------------------------- jobs
+def _job_rows(contest, status=None, limit=200):
+    qs = contest.jobs.order_by("-created_at", "-id")
+    if status:
+        qs = qs.filter(status=status)
+    return list(qs[:limit])
+
+
+@login_required
+def console_jobs(request, slug):
+    contest = _organizer_contest(request, slug)
+    status = request.GET.get("status") or ""
+    rows = _job_rows(contest, status or None)
+    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in rows)
+    ctx = {"jobs": rows, "status": status, "statuses": [s for s, _l in Job.STATUSES], "active": active,
+           "auto_refresh": 3 if active else None}
+    return page(request, "web/console_jobs.html", ctx, contest=contest, nav="console", sub="console")
+
+
+@login_required
+def console_jobs_table(request, slug):
+    contest = _organizer_contest(request, slug)
+    status = request.GET.get("status") or ""
+    rows = _job_rows(contest, status or None)
+    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in rows)
+    html = render_to_string("web/_jobs_table.html", {"contest": contest, "jobs": rows, "status": status}, request=request)
+    return JsonResponse({"finished": not active, "html": html})
+
+
+@login_required
+def console_job(request, slug, job_id):
+    contest = _organizer_contest(request, slug)
+    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    finished = job.status in (Job.SUCCEEDED, Job.FAILED)
+    ctx = {"job": job, "finished": finished, "auto_refresh": None if finished else 2}
+    return page(request, "web/console_job.html", ctx, contest=contest, nav="console", sub="console")
+
+
+@login_required
+def console_job_status(request, slug, job_id):
+    contest = _organizer_contest(request, slug)
+    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    finished = job.status in (Job.SUCCEEDED, Job.FAILED)
+    html = render_to_string("web/_job_status.html", {"contest": contest, "job": job}, request=request)
+    return JsonResponse({"finished": finished, "status": job.status, "progress": job.progress, "html": html})
+
+
+@login_required
+@require_POST
+def retry_job(request, slug, job_id):
+    contest = _organizer_contest(request, slug)
+    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    if job.status != Job.FAILED:
+        messages.error(request, _("Only a failed job can be retried."))
+        return redirect("web:console_job", slug, job.pk)
+    with transaction.atomic():
+        new = jobs.create_job(job.kind, contest=contest, user=request.user, **job.args)
+        audit.record("retry_job", contest=contest, actor=request.user, obj=new, retry_of=job.pk, kind=job.kind)
+    messages.success(request, _("Job %(old)s re-run as job %(new)s.") % {"old": job.pk, "new": new.pk})
+    return redirect("web:console_job", slug, new.pk)
+
+
+# ---------------------------------------------------------------- download everything
+@login_required
+def export_all(request, slug):
+    """Every stored file of the contest (data, uploads, public sets, ID tables, judge outputs) in one zip,
+    with ``MANIFEST.json`` (what each file is, SHA-256, size) and the latest results snapshot."""
+    contest = _organizer_contest(request, slug)
+    items: list[tuple[str, int, dict]] = []
+
+    def add(folder, stored_id, **info):
+        if stored_id:
+            items.append((folder, stored_id, info))
+
+    for r in contest.rounds.all():
+        add(f"round{r.number}", r.info_region_id, what="info_region")
+        add(f"round{r.number}", r.info_time_id, what="info_time")
+    for ds in Dataset.objects.filter(round__contest=contest).select_related("round"):
+        folder = f"round{ds.round.number}/data"
+        add(folder, ds.reference_id, what="reference", kind=ds.kind, team=ds.number, challenge=ds.challenge)
+        add(folder, ds.original_id, what="original", kind=ds.kind, team=ds.number, challenge=ds.challenge)
+    for a in AnonymizedSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round"):
+        add(f"round{a.dataset.round.number}/anonymized/{a.dataset.label}_{a.seq:02d}", a.file_id, what="anotraces",
+            team=a.dataset.number, challenge=a.dataset.challenge, seq=a.seq, status=a.status, s_u=a.s_u,
+            final=a.final)
+    for ps in PublicSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round"):
+        folder = f"round{ps.dataset.round.number}/public"
+        add(folder, ps.pubtraces_id, what="pubtraces", team=ps.dataset.number, challenge=ps.dataset.challenge)
+        add(folder, ps.ptable_id, what="ptable", team=ps.dataset.number, challenge=ps.dataset.challenge,
+            commitment=ps.commitment)
+    for at in Attack.objects.filter(target__dataset__round__contest=contest).select_related("attacker", "target__dataset__round"):
+        add(f"round{at.target.dataset.round.number}/attacks/team{at.attacker.number:03d}_{at.target.dataset.label}_{at.kind}{at.seq}",
+            at.file_id, what=at.kind, attacker=at.attacker.number, target=at.target.dataset.label, status=at.status,
+            score=at.score)
+    for jr in JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest).select_related("public_set__dataset__round"):
+        add(f"round{jr.public_set.dataset.round.number}/judge/{jr.public_set.dataset.label}_{jr.algorithm}_{jr.pk}",
+            jr.output_id, what="judge_attack", algorithm=jr.algorithm, score=jr.score, current=jr.current)
+    spool = SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    manifest = {"contest": contest.slug, "exported_at": timezone.now().isoformat(), "files": []}
+    with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for folder, stored_id, info in items:
+            stored = StoredFile.objects.get(pk=stored_id)
+            path = f"{folder}/{stored.name}"
+            with zf.open(path, "w", force_zip64=True) as out:
+                for chunk in storage.iter_bytes(stored):
+                    out.write(chunk)
+            manifest["files"].append({"path": path, "size": stored.size, "sha256": stored.sha256, **info})
+        snap = contest.snapshots.order_by("-created_at", "-id").first()
+        if snap is not None:
+            zf.writestr("results.json", json.dumps(snap.data, indent=2, default=str))
+        zf.writestr("MANIFEST.json", json.dumps(manifest, indent=2, default=str))
+        zf.writestr("SHA256SUMS", "".join(f"{f['sha256']}  {f['path']}\n" for f in manifest["files"]))
+    audit.record("export_files", contest=contest, actor=request.user, obj=contest, files=len(items))
+    spool.seek(0)
+    return FileResponse(spool, as_attachment=True, filename=f"{contest.slug}_everything.zip",
+                        content_type="application/zip")

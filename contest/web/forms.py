@@ -1,0 +1,111 @@
+"""HTML forms of the pages. Validation messages are participant-readable and translated."""
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UserCreationForm
+from django.utils.translation import gettext_lazy as _
+
+from contest.models import Contest, Team
+
+
+class SignUpForm(UserCreationForm):
+    email = forms.EmailField(label=_("E-mail"), required=False,
+                             help_text=_("Optional; used by the organizers to reach your team."))
+
+    class Meta(UserCreationForm.Meta):
+        model = get_user_model()
+        fields = ("username", "email")
+
+
+class JoinTeamForm(forms.Form):
+    invitation_code = forms.CharField(
+        label=_("Invitation code"), max_length=64,
+        help_text=_("Your team captain or the organizers give you this code."))
+
+    def clean_invitation_code(self):
+        code = self.cleaned_data["invitation_code"].strip()
+        team = Team.objects.select_related("contest").filter(invitation_code=code).first()
+        if team is None:
+            raise forms.ValidationError(_("No team has this invitation code. Check it for typing mistakes."))
+        self.team = team
+        return code
+
+
+class UploadForm(forms.Form):
+    """One anotraces, etable or etraces file (.csv, .csv.gz or .zip holding one CSV)."""
+
+    file = forms.FileField(label=_("File"), help_text=_("CSV, or .gz / .zip holding one CSV."))
+
+
+class AttackUploadForm(UploadForm):
+    kind = forms.ChoiceField(label=_("Attack"), choices=(
+        ("etable", _("etable (re-identification)")), ("etraces", _("etraces (trace inference)"))))
+
+
+class ContestYamlForm(forms.Form):
+    yaml_file = forms.FileField(label=_("Contest YAML file"), required=False,
+                                help_text=_("The versioned contest file (parameters, rounds, phases, teams)."))
+    yaml_text = forms.CharField(label=_("…or paste the YAML"), required=False, widget=forms.Textarea(attrs={"rows": 12}))
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("yaml_file") and not (data.get("yaml_text") or "").strip():
+            raise forms.ValidationError(_("Give a YAML file or paste its text."))
+        return data
+
+    def yaml_source(self) -> str:
+        f = self.cleaned_data.get("yaml_file")
+        if f:
+            return f.read().decode("utf-8-sig")
+        return self.cleaned_data["yaml_text"]
+
+
+class ContestForm(forms.ModelForm):
+    """Create a contest by form: the SPEC 12 parameters most often changed; the rest keep their defaults."""
+
+    class Meta:
+        model = Contest
+        fields = ["name", "slug", "description", "users_per_set", "slots_per_day", "s_req", "lambda_u", "lambda_t",
+                  "utility_convention", "hospital_weight", "anonymized_upload_limit", "etable_limit", "etraces_limit",
+                  "time_zone", "award_variant", "tie_break", "synthesizer", "seed"]
+        labels = {
+            "users_per_set": _("Users per set (m)"), "slots_per_day": _("Slots per day (S)"),
+            "s_req": _("Required utility s_req"), "lambda_u": _("λ_U (km)"), "lambda_t": _("λ_T (km)"),
+            "utility_convention": _("Generalization utility"), "hospital_weight": _("Hospital weight"),
+            "anonymized_upload_limit": _("Anonymized uploads per challenge"),
+            "etable_limit": _("etables per (attacker, target)"), "etraces_limit": _("etraces per (attacker, target)"),
+            "time_zone": _("Time zone"), "award_variant": _("Award rule"), "tie_break": _("Tie-break"),
+        }
+
+    def clean_time_zone(self):
+        import zoneinfo
+        tz = self.cleaned_data["time_zone"].strip()
+        try:
+            zoneinfo.ZoneInfo(tz)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError(_("Unknown time zone %(tz)s; use an IANA name such as Asia/Tokyo.") % {"tz": tz})
+        return tz
+
+
+class RoundForm(forms.Form):
+    name = forms.CharField(label=_("Round name"), max_length=100)
+    weight = forms.FloatField(label=_("Weight"), min_value=0.0, max_value=1.0, initial=0.9)
+    ref_days = forms.IntegerField(label=_("Reference days"), min_value=1, initial=20)
+    org_days = forms.IntegerField(label=_("Original days"), min_value=1, initial=20)
+    anonymization_opens = forms.DateTimeField(label=_("Anonymization opens"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    anonymization_closes = forms.DateTimeField(label=_("Anonymization closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    attack_opens = forms.DateTimeField(label=_("Attack opens"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    attack_closes = forms.DateTimeField(label=_("Attack closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+
+    def clean(self):
+        d = super().clean()
+        keys = ["anonymization_opens", "anonymization_closes", "attack_opens", "attack_closes"]
+        times = [d.get(k) for k in keys]
+        if all(times) and not (times[0] < times[1] <= times[2] < times[3]):
+            raise forms.ValidationError(_("Phases must be in order: anonymization opens < closes <= attack opens < closes."))
+        return d
+
+
+class TeamForm(forms.Form):
+    name = forms.CharField(label=_("Team name"), max_length=100)

@@ -1,0 +1,46 @@
+"""Refresh the Japanese catalog of the web pages after changing their English texts.
+
+    .venv/bin/python contest/web/locale/update.py
+
+Collects every translatable string of ``contest/web/`` and ``templates/``
+(Django's ``makemessages``, which keeps the existing translations), writes
+``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
+strings come out untranslated: translate them in the .po and run this again
+(``tests/web/test_pages.py`` fails while one is missing). Needs GNU gettext
+(``apt-get install gettext``) on the maintainer's machine only: the compiled
+.mo is committed, so CI and deployments never run it.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+PO = HERE / "ja" / "LC_MESSAGES" / "django.po"
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="tracecup-i18n-") as tmp:
+        work = Path(tmp)
+        (work / "web").symlink_to(ROOT / "contest" / "web")
+        (work / "templates").symlink_to(ROOT / "templates")
+        target = work / "locale" / "ja" / "LC_MESSAGES"
+        target.mkdir(parents=True)
+        if PO.exists():
+            shutil.copy(PO, target / "django.po")  # makemessages merges into it, keeping translations
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="contest.settings", PYTHONPATH=str(ROOT))
+        subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "ja", "--symlinks", "--no-location",
+                        "-i", "web/locale/*"], cwd=work, env=env, check=True)
+        shutil.copy(target / "django.po", PO)
+    subprocess.run(["msgfmt", "--check-format", "-o", str(PO.with_suffix(".mo")), str(PO)], check=True)
+    print(f"updated {PO} and {PO.with_suffix('.mo')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

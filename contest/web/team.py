@@ -1,0 +1,415 @@
+"""Team dashboard: downloads, anonymized-set uploads with live status, final choice, attacks, map.
+
+Uploads go through the core's services (``contest.services.uploads``), which
+enforce phase windows and limits race-free; this module only turns their
+answers into pages (or JSON for the page script) and never decides a rule.
+"""
+from __future__ import annotations
+
+import json
+import zipfile
+from tempfile import SpooledTemporaryFile
+
+import numpy as np
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from contest import permissions
+from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile
+from contest.services import storage, uploads
+
+from . import access
+from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, page
+from .forms import AttackUploadForm, UploadForm
+
+
+def _is_ajax(request) -> bool:
+    return request.headers.get("x-requested-with") == "XMLHttpRequest"
+
+
+def _team_or_403(request, contest):
+    team = access.team_of(request.user, contest)
+    if team is None:
+        from django.core.exceptions import PermissionDenied
+        raise PermissionDenied(_("You are not a member of an approved team of this contest."))
+    return team
+
+
+# ---------------------------------------------------------------- files
+def download(request, file_id):
+    """Stream a stored file's exact bytes, if ``contest.permissions`` allows this user to read it."""
+    stored = get_object_or_404(StoredFile.objects.defer("blob"), pk=file_id)
+    access.require(permissions.can_read_file(request.user, stored))
+    stored = StoredFile.objects.get(pk=file_id)
+    response = StreamingHttpResponse(storage.iter_bytes(stored), content_type=_content_type(stored.name))
+    response["Content-Disposition"] = content_disposition_header(True, stored.name)
+    response["Content-Length"] = str(stored.size)
+    response["X-Content-SHA256"] = stored.sha256
+    return response
+
+
+def _content_type(name: str) -> str:
+    lower = name.lower()
+    if lower.endswith(".gz"):
+        return "application/gzip"
+    if lower.endswith(".zip"):
+        return "application/zip"
+    return "text/csv; charset=utf-8"
+
+
+# ---------------------------------------------------------------- dashboard
+def _upload_state(aset: AnonymizedSet) -> dict:
+    job = (Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk)
+           .order_by("-created_at", "-id").first())
+    failed = job is not None and job.status == Job.FAILED
+    finished = aset.status != AnonymizedSet.PENDING or failed
+    return {"aset": aset, "job": job, "failed": failed, "finished": finished}
+
+
+def _attack_state(attack: Attack) -> dict:
+    job = Job.objects.filter(kind="score_attack", args__attack_id=attack.pk).order_by("-created_at", "-id").first()
+    failed = job is not None and job.status == Job.FAILED
+    return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed}
+
+
+def _round_block(request, contest, team, round_: Round, now) -> dict:
+    phases = {p.kind: p for p in round_.phases.all()}
+    anon_phase, attack_phase = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
+    closed = permissions.anonymization_closed(round_)
+    own = list(Dataset.objects.filter(round=round_, team=team).select_related("reference", "original")
+               .order_by("challenge"))
+    challenges = []
+    for ds in own:
+        sets = list(AnonymizedSet.objects.filter(dataset=ds).order_by("-seq"))
+        counted = sum(1 for s in sets if s.status != AnonymizedSet.REJECTED)
+        final = next((s for s in sets if s.final), None)
+        selected = next((s for s in sets if s.selected), None)
+        default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
+        challenges.append({
+            "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
+            "uploads": [_upload_state(s) for s in sets], "counted": counted,
+            "limit": contest.anonymized_upload_limit, "remaining": max(contest.anonymized_upload_limit - counted, 0),
+            "final": final, "selected": selected, "default_final": default_final,
+            "can_upload": bool(anon_phase and anon_phase.is_open(now)) and counted < contest.anonymized_upload_limit,
+            "form": UploadForm(auto_id=f"id_ds{ds.pk}_%s"),
+        })
+    samples = list(Dataset.objects.filter(round=round_, kind=Dataset.SAMPLE).select_related("reference", "original")
+                   .order_by("number", "challenge"))
+    targets = []
+    if closed:
+        for ps in (PublicSet.objects.filter(dataset__round=round_).select_related("dataset", "dataset__team", "pubtraces",
+                                                                                   "dataset__reference")
+                   .order_by("dataset__number", "dataset__challenge")):
+            is_own = ps.dataset.team_id == team.pk
+            attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
+            counts = {k: sum(1 for a in attacks if a.kind == k and a.status != Attack.REJECTED)
+                      for k in (Attack.ETABLE, Attack.ETRACES)}
+            best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
+                    for k in (Attack.ETABLE, Attack.ETRACES)}
+            targets.append({
+                "ps": ps, "label": _target_label(ps), "is_own": is_own,
+                "attacks": [_attack_state(a) for a in attacks],
+                "etable_used": counts[Attack.ETABLE], "etraces_used": counts[Attack.ETRACES],
+                "etable_left": max(contest.etable_limit - counts[Attack.ETABLE], 0),
+                "etraces_left": max(contest.etraces_limit - counts[Attack.ETRACES], 0),
+                "best_etable": best[Attack.ETABLE], "best_etraces": best[Attack.ETRACES],
+                "can_attack": (not is_own) and bool(attack_phase and attack_phase.is_open(now)),
+                "form": AttackUploadForm(auto_id=f"id_ps{ps.pk}_%s"),
+            })
+    return {"round": round_, "anon_phase": anon_phase, "attack_phase": attack_phase, "closed": closed,
+            "anon_open": bool(anon_phase and anon_phase.is_open(now)),
+            "attack_open": bool(attack_phase and attack_phase.is_open(now)),
+            "own": own, "challenges": challenges, "samples": samples, "targets": targets}
+
+
+def _target_label(ps: PublicSet) -> str:
+    ds = ps.dataset
+    if ds.kind == Dataset.BENCHMARK:
+        who = _("Benchmark")
+    else:
+        who = f"{ds.number:03d} {ds.team.name}" if ds.team else f"{ds.number:03d}"
+    return f"{who} · {CHALLENGE_SHORT[ds.challenge]}"
+
+
+@login_required
+def dashboard(request, slug):
+    contest = get_contest(slug)
+    team = _team_or_403(request, contest)
+    now = timezone.now()
+    rounds = [_round_block(request, contest, team, r, now) for r in contest.rounds.order_by("-number")]
+    ctx = {"team": team, "rounds": rounds, "state": contest_state(contest, now),
+           "members": team.memberships.select_related("user").order_by("user__username")}
+    return page(request, "web/team.html", ctx, contest=contest, nav="team")
+
+
+# ---------------------------------------------------------------- anonymized uploads
+def _read_upload(form) -> tuple[bytes, str]:
+    f = form.cleaned_data["file"]
+    return f.read(), f.name
+
+
+def _rule_error(request, exc, back_url):
+    """Answer a refused upload: JSON for the page script, a message and redirect otherwise."""
+    text = str(exc)
+    if _is_ajax(request):
+        html = render_to_string("web/_refused.html", {"message": text, "issues": getattr(exc, "issues", [])}, request=request)
+        return JsonResponse({"ok": False, "message": text, "html": html}, status=getattr(exc, "status", 409))
+    messages.error(request, text)
+    return redirect(back_url)
+
+
+@login_required
+@require_POST
+def upload_anonymized(request, slug, dataset_id):
+    contest = get_contest(slug)
+    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=dataset_id,
+                                round__contest=contest)
+    back = reverse("web:team", args=[slug]) + f"#ds-{dataset.pk}"
+    form = UploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _rule_error(request, uploads.RuleViolation(_("Choose a file to upload."), status=400), back)
+    content, name = _read_upload(form)
+    try:
+        aset = uploads.submit_anonymized_set(user=request.user, dataset=dataset, content=content, name=name)
+    except uploads.RuleViolation as exc:
+        return _rule_error(request, exc, back)
+    detail = reverse("web:upload_detail", args=[slug, aset.pk])
+    if _is_ajax(request):
+        html = render_to_string("web/_upload_live.html", {"contest": contest, "state": _upload_state(aset),
+                                                          "detail_url": detail}, request=request)
+        counted = AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
+        limit = contest.anonymized_upload_limit
+        counter = render_to_string("web/_upload_counter.html", {"ch": {"counted": counted, "limit": limit,
+                                                                       "remaining": max(limit - counted, 0)}},
+                                   request=request)
+        return JsonResponse({"ok": True, "message": _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq},
+                             "upload_id": aset.pk, "detail_url": detail, "html": html,
+                             "replace": {f"counter-ds-{dataset.pk}": counter}}, status=201)
+    messages.success(request, _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq})
+    return redirect(detail)
+
+
+def _own_upload(request, slug, upload_id) -> tuple:
+    contest = get_contest(slug)
+    aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team", "file"),
+                             pk=upload_id, dataset__round__contest=contest)
+    access.require(permissions.can_read_anonymized_set(request.user, aset))
+    return contest, aset
+
+
+@login_required
+def upload_detail(request, slug, upload_id):
+    contest, aset = _own_upload(request, slug, upload_id)
+    state = _upload_state(aset)
+    ctx = {"state": state, "aset": aset, "dataset": aset.dataset, "short": CHALLENGE_SHORT[aset.dataset.challenge],
+           "auto_refresh": None if state["finished"] else 2}
+    return page(request, "web/upload_detail.html", ctx, contest=contest, nav="team")
+
+
+@login_required
+def upload_status(request, slug, upload_id):
+    contest, aset = _own_upload(request, slug, upload_id)
+    state = _upload_state(aset)
+    html = render_to_string("web/_upload_status.html", {"contest": contest, "state": state}, request=request)
+    return JsonResponse({"finished": state["finished"], "status": aset.status, "s_u": aset.s_u, "valid": aset.valid,
+                         "error_total": aset.error_total, "html": html})
+
+
+@login_required
+@require_POST
+def select_upload(request, slug, upload_id):
+    contest, aset = _own_upload(request, slug, upload_id)
+    try:
+        uploads.select_anonymized_set(user=request.user, aset=aset)
+    except uploads.RuleViolation as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Upload #%(n)s is now your final %(ch)s set.")
+                         % {"n": aset.seq, "ch": CHALLENGE_SHORT[aset.dataset.challenge]})
+    return redirect(reverse("web:team", args=[slug]) + f"#ds-{aset.dataset_id}")
+
+
+# ---------------------------------------------------------------- attacks
+@login_required
+@require_POST
+def upload_attack(request, slug, public_set_id):
+    contest = get_contest(slug)
+    team = _team_or_403(request, contest)
+    target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"),
+                               pk=public_set_id, dataset__round__contest=contest)
+    back = reverse("web:team", args=[slug]) + f"#ps-{target.pk}"
+    form = AttackUploadForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _rule_error(request, uploads.RuleViolation(_("Choose the attack kind and a file."), status=400), back)
+    content, name = _read_upload(form)
+    try:
+        attack = uploads.submit_attack(user=request.user, attacker=team, target=target,
+                                       kind=form.cleaned_data["kind"], content=content, name=name)
+    except uploads.RuleViolation as exc:
+        return _rule_error(request, exc, back)
+    if _is_ajax(request):
+        html = render_to_string("web/_attack_live.html", {"contest": contest, "state": _attack_state(attack)},
+                                request=request)
+        return JsonResponse({"ok": True, "message": _("%(kind)s #%(n)s received; scoring…")
+                             % {"kind": attack.kind, "n": attack.seq}, "html": html}, status=201)
+    messages.success(request, _("%(kind)s #%(n)s received; scoring…") % {"kind": attack.kind, "n": attack.seq})
+    return redirect(back)
+
+
+@login_required
+def attack_status(request, slug, attack_id):
+    contest = get_contest(slug)
+    attack = get_object_or_404(Attack.objects.select_related("attacker", "target__dataset"), pk=attack_id,
+                               attacker__contest=contest)
+    access.require(permissions.can_read_attack(request.user, attack))
+    state = _attack_state(attack)
+    html = render_to_string("web/_attack_status.html", {"contest": contest, "state": state}, request=request)
+    return JsonResponse({"finished": state["finished"], "status": attack.status, "score": attack.score, "html": html})
+
+
+# ---------------------------------------------------------------- attack material
+@login_required
+def attack_material(request, slug, round_number):
+    """All valid pubtraces and the matching reference traces of a round, as one zip with a manifest.
+
+    The zip holds the files under their 2019 names, ``MANIFEST.json`` (name,
+    size, SHA-256, what each file is) and ``SHA256SUMS`` (``sha256sum -c``
+    format), so a team can check what it received.
+    """
+    contest = get_contest(slug)
+    round_ = get_object_or_404(Round, contest=contest, number=round_number)
+    if not access.is_organizer(request.user, contest):
+        _team_or_403(request, contest)
+    public_sets = list(PublicSet.objects.filter(dataset__round=round_)
+                       .select_related("dataset", "dataset__reference", "pubtraces", "dataset__team")
+                       .order_by("dataset__number", "dataset__challenge"))
+    if not public_sets:
+        raise Http404(_("No attack material is published for this round yet."))
+    entries = []
+    for ps in public_sets:
+        access.require(permissions.can_read_public_set(request.user, ps, "pubtraces"))
+        access.require(permissions.can_read_dataset_file(request.user, ps.dataset, "reference"))
+        entries.append(("pubtraces", ps.dataset, ps.pubtraces))
+        entries.append(("reference", ps.dataset, ps.dataset.reference))
+    for extra, label in ((round_.info_region, "info_region"), (round_.info_time, "info_time")):
+        if extra is not None:
+            entries.append((label, None, extra))
+    spool = SpooledTemporaryFile(max_size=64 * 1024 * 1024)
+    manifest = {"contest": contest.slug, "round": round_.number, "round_name": round_.name,
+                "created_at": timezone.now().isoformat(), "files": []}
+    sums = []
+    seen = set()
+    with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for what, ds, stored in entries:
+            if stored.pk in seen:
+                continue
+            seen.add(stored.pk)
+            stored = StoredFile.objects.get(pk=stored.pk)
+            with zf.open(stored.name, "w", force_zip64=True) as out:
+                for chunk in storage.iter_bytes(stored):
+                    out.write(chunk)
+            manifest["files"].append({
+                "name": stored.name, "size": stored.size, "sha256": stored.sha256, "content": what,
+                "team": ds.number if ds else None, "challenge": ds.challenge if ds else None,
+                "benchmark": bool(ds and ds.kind == Dataset.BENCHMARK),
+            })
+            sums.append(f"{stored.sha256}  {stored.name}")
+        zf.writestr("MANIFEST.json", json.dumps(manifest, indent=2))
+        zf.writestr("SHA256SUMS", "\n".join(sums) + "\n")
+    spool.seek(0)
+    name = f"attack_material_{contest.slug}_round{round_.number}.zip"
+    return FileResponse(spool, as_attachment=True, filename=name, content_type="application/zip")
+
+
+# ---------------------------------------------------------------- map of one's own data
+def population_shares(grid, traces_or_anon, slot_mask=None) -> np.ndarray:
+    """Population over the regions, normalised to sum 1 (SPEC 13).
+
+    A single region counts 1, a generalized set counts 1/|G| for each member,
+    a deletion counts nothing. ``slot_mask`` (L,) bool restricts the time
+    columns. Returns (M,) float64.
+    """
+    M = grid.M
+    if hasattr(traces_or_anon, "events"):
+        events = traces_or_anon.events if slot_mask is None else traces_or_anon.events[:, slot_mask]
+        table = traces_or_anon.sets
+        per_set = np.bincount(events.ravel(), minlength=table.n_sets).astype(np.float64)
+        sizes = table.sizes.astype(np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weight = np.where(sizes > 0, per_set / np.maximum(sizes, 1), 0.0)
+        counts = np.bincount(table.members, weights=np.repeat(weight, table.sizes), minlength=M)[:M]
+    else:
+        regions = traces_or_anon.regions if slot_mask is None else traces_or_anon.regions[:, slot_mask]
+        counts = np.bincount(regions.ravel(), minlength=M)[:M].astype(np.float64)
+    total = counts.sum()
+    return counts / total if total > 0 else counts
+
+
+@login_required
+def data_map(request, slug, dataset_id):
+    """Population heatmaps of the team's original traces and of one of its anonymized uploads."""
+    from contest.services import data
+
+    contest = get_contest(slug)
+    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "original"), pk=dataset_id,
+                                round__contest=contest)
+    access.require(permissions.can_read_dataset_file(request.user, dataset, "original"))
+    if dataset.kind != Dataset.TEAM or not (access.is_organizer(request.user, contest)
+                                            or permissions.is_member(request.user, dataset.team)):
+        access.require(permissions.deny(_("The map shows a team's own data only.")))
+    grid = contest.grid()
+    truth = data.traces(dataset.original, grid)
+    candidates = list(AnonymizedSet.objects.filter(dataset=dataset).exclude(status__in=(AnonymizedSet.REJECTED,
+                                                                                         AnonymizedSet.PENDING))
+                      .order_by("-seq"))
+    chosen = None
+    if request.GET.get("upload"):
+        chosen = next((a for a in candidates if str(a.pk) == request.GET["upload"]), None)
+    if chosen is None:
+        chosen = next((a for a in candidates if a.selected), None) or (candidates[0] if candidates else None)
+    axis = dataset.round.time_axis()
+    slots = axis.slots_per_day
+    org_ids = axis.org_time_ids()
+    slot_of_day = axis.slot_of_day(org_ids)
+    slot = request.GET.get("slot", "all")
+    mask = None
+    if slot != "all":
+        try:
+            mask = np.asarray(slot_of_day) == int(slot)
+        except ValueError:
+            slot = "all"
+    orig = population_shares(grid, truth, mask)
+    anon = None
+    if chosen is not None:
+        csv = storage.read_csv_bytes(chosen.file, contest.upload_size_limit)
+        anon = population_shares(grid, data.anotraces(csv, grid, truth), mask)
+    vmax = float(max(orig.max(), anon.max() if anon is not None else 0.0)) or 1.0
+    hospitals = list(grid.hospitals)
+    maps = [{"id": "map-original", "title": _("Original traces O"),
+             "spec": {"nx": grid.nx, "ny": grid.ny, "values": orig.round(8).tolist(), "max": vmax,
+                      "hospitals": hospitals, "label": _("Population of the original traces")}}]
+    if anon is not None:
+        maps.append({"id": "map-anonymized", "title": _("Anonymized upload #%(n)s") % {"n": chosen.seq},
+                     "spec": {"nx": grid.nx, "ny": grid.ny, "values": anon.round(8).tolist(), "max": vmax,
+                              "hospitals": hospitals, "label": _("Population of the anonymized traces")}})
+    tv = float(np.abs(orig - anon).sum()) if anon is not None else None
+    top = np.argsort(-orig)[:10]
+    top_rows = [{"region": int(r) + 1, "x": int(r) % grid.nx + 1, "y": int(r) // grid.nx + 1,
+                 "orig": float(orig[r]), "anon": float(anon[r]) if anon is not None else None,
+                 "orig_pct": f"{100 * orig[r]:.2f}%", "anon_pct": f"{100 * anon[r]:.2f}%" if anon is not None else None}
+                for r in top]
+    slot_choices = [("all", _("all day"))]
+    for s in range(slots):
+        hour, minute = axis.clock(s)
+        slot_choices.append((str(s), f"{int(hour):d}:{int(minute):02d}"))
+    ctx = {"dataset": dataset, "short": CHALLENGE_SHORT[dataset.challenge], "maps": maps, "chosen": chosen,
+           "candidates": candidates, "l1": tv, "top_rows": top_rows, "slot": slot, "slot_choices": slot_choices}
+    return page(request, "web/data_map.html", ctx, contest=contest, nav="team")

@@ -1,0 +1,391 @@
+"""Public pages and accounts: home, contest overview, rules, leaderboards, attack matrix, awards, plots.
+
+Results pages show the published snapshot only (embargo, SPEC 8.6); an
+organizer sees the latest snapshot as a marked preview. Every permission
+question goes to ``contest.permissions`` (through ``contest.web.access``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from django.contrib import messages
+from django.contrib.auth import login as auth_login
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.db import IntegrityError, transaction
+from django.http import HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from contest.models import IDP, TRP, Contest, Membership
+from contest.services import audit
+
+from . import access
+from .common import (CHALLENGE_SHORT, ResultsView, challenge_name, contest_state, get_contest, heat_style, page,
+                     phase_rows, rank_rows, visible_snapshot)
+from .forms import JoinTeamForm, SignUpForm
+
+KIND_METRIC = {"reidentification": "s_I", "trace_inference": "s_T"}
+
+
+# ---------------------------------------------------------------- home and overview
+def home(request):
+    now = timezone.now()
+    contests = [{"contest": c, "state": contest_state(c, now)} for c in Contest.objects.order_by("-created_at")]
+    return page(request, "web/home.html", {"contests": contests}, nav="home")
+
+
+def contest_home(request, slug):
+    contest = get_contest(slug)
+    now = timezone.now()
+    team = access.team_of(request.user, contest)
+    ctx = {
+        "state": contest_state(contest, now),
+        "phases": phase_rows(contest, now),
+        "rounds": contest.rounds.all(),
+        "teams": contest.teams.filter(approved=True).order_by("number"),
+        "my_team": team,
+        "results_visible": access.can_see_results(request.user, contest),
+    }
+    return page(request, "web/contest_home.html", ctx, contest=contest, sub="overview")
+
+
+def rules(request, slug):
+    contest = get_contest(slug)
+    grid = contest.grid()
+    ctx = {
+        "grid": grid,
+        "cell_km": (grid.km_lat * (grid.max_y - grid.min_y) / grid.ny, grid.km_lon * (grid.max_x - grid.min_x) / grid.nx),
+        "rounds": contest.rounds.all(),
+        "phases": phase_rows(contest),
+        "hospitals": sorted(contest.hospitals),
+        "slot_end": _slot_clock(contest.day_start_minute + (contest.slots_per_day - 1) * contest.slot_minutes),
+        "slot_start": _slot_clock(contest.day_start_minute),
+        "judge_attacks": contest.judge_attacks if contest.judge_attacks_enabled else [],
+        "state": contest_state(contest),
+    }
+    return page(request, "web/rules.html", ctx, contest=contest, sub="rules")
+
+
+def _slot_clock(minute: int) -> str:
+    return f"{minute // 60:d}:{minute % 60:02d}"
+
+
+# ---------------------------------------------------------------- results pages
+def _results(request, contest):
+    snap, preview = visible_snapshot(request.user, contest)
+    if snap is None:
+        return None, preview
+    return ResultsView(contest, snap.data), preview
+
+
+def _round_choice(request, rv: ResultsView):
+    """``?round=N`` or ``total``; default: the last round (the final round in 2019)."""
+    value = request.GET.get("round", "")
+    numbers = [n for n, _w in rv.rounds]
+    if value == "total":
+        return "total"
+    try:
+        n = int(value)
+        if n in numbers:
+            return n
+    except ValueError:
+        pass
+    return numbers[-1] if numbers else "total"
+
+
+def _embargo(request, contest, sub, title):
+    return page(request, "web/embargo.html", {"title": title}, contest=contest, sub=sub)
+
+
+def leaderboard(request, slug):
+    contest = get_contest(slug)
+    rv, preview = _results(request, contest)
+    if rv is None:
+        return _embargo(request, contest, "leaderboard", _("Leaderboard"))
+    choice = _round_choice(request, rv)
+    teams = [t for t in rv.data.get("teams", [])]
+    if choice == "total":
+        source = {r["team"]: r for r in rv.data.get("team_totals", [])}
+        round_no = None
+    else:
+        source = {r["team"]: r for r in rv.data.get("team_rounds", []) if r["round"] == choice}
+        round_no = choice
+    sets = {(s["set"]["team"], s["set"]["challenge"]): s for s in rv.sets(round_no)} if round_no else {}
+    rows = []
+    for t in teams:
+        r = source.get(t)
+        if r is None:
+            continue
+        rows.append({
+            "team": t, "label": rv.team_label(t), "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
+            "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
+            "final_at": rv.final_time(t, round_no),
+            "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
+            "is_own": _is_own(request, contest, t),
+        })
+    rows = rank_rows(rows, "overall")
+    for r in rows:
+        r["final_local"] = _local(r["final_at"], contest.tz)
+    challenge_tables = []
+    if round_no is not None:
+        for ch in (IDP, TRP):
+            srows = []
+            for s in rv.sets(round_no):
+                if s["set"]["challenge"] != ch:
+                    continue
+                t = s["set"]["team"]
+                srows.append({"team": t, "label": rv.team_label(t), "benchmark": s.get("benchmark"), "s_u": s["s_u"],
+                              "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
+                              "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
+                              "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
+                              "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
+                              "final_at": s.get("submitted_at"), "is_own": _is_own(request, contest, t)})
+            key = "s_i_min" if ch == IDP else "s_t_min"
+            bench = [r for r in srows if r["benchmark"]]
+            srows = rank_rows([r for r in srows if not r["benchmark"]], key) + bench
+            for r in srows:
+                r["final_local"] = _local(r["final_at"], contest.tz)
+            challenge_tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
+                                     "key": key, "rows": srows})
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "rows": rows, "challenge_tables": challenge_tables,
+           "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
+           "tz": contest.tz}
+    return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
+
+
+def _local(iso: str | None, tz) -> str | None:
+    """An ISO 8601 time from a results snapshot, as text in the contest's zone (None stays None)."""
+    if not iso:
+        return None
+    from datetime import datetime
+    try:
+        return datetime.fromisoformat(iso).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
+    except ValueError:
+        return iso
+
+
+def _is_own(request, contest, team_number) -> bool:
+    team = access.team_of(request.user, contest)
+    return team is not None and team.number == team_number
+
+
+def _tie_break_text(contest) -> str:
+    if contest.tie_break == "team-id":
+        return _("Equal values (to 12 decimals) are separated by the lower team number.")
+    return _("Equal values (to 12 decimals) are separated by the earlier final submission; "
+             "if that cannot separate them, the lower team number wins.")
+
+
+def _round_links(rv: ResultsView, include_total=False):
+    links = [{"value": str(n), "label": rv.round_names.get(n, n), "weight": w} for n, w in rv.rounds]
+    if include_total:
+        links.append({"value": "total", "label": _("Weighted total"), "weight": None})
+    return links
+
+
+def attack_matrix(request, slug):
+    contest = get_contest(slug)
+    rv, preview = _results(request, contest)
+    if rv is None:
+        return _embargo(request, contest, "matrix", _("Attack matrix"))
+    choice = _round_choice(request, rv)
+    if choice == "total":
+        choice = rv.rounds[-1][0] if rv.rounds else None
+    targets = [s for s in rv.sets(choice) if s["valid"]]
+    target_keys = [s["set"]["key"] for s in targets]
+    matrices = []
+    for kind, metric in (("reidentification", "s_I"), ("trace_inference", "s_T")):
+        cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
+                 if c["kind"] == kind and c["set"]["round"] == choice}
+        attackers = sorted({a for a, _k in cells}, key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
+        rows = []
+        values = []
+        for a in attackers:
+            row_cells = []
+            row_vals = []
+            for key in target_keys:
+                c = cells.get((a, key))
+                v = None if c is None else c["best"]
+                row_vals.append(v)
+                row_cells.append({"value": v, "attempts": c["attempts"] if c else 0, "style": heat_style(v)})
+            rows.append({"label": rv.team_label(a), "judge": isinstance(a, str), "cells": row_cells})
+            values.append(row_vals)
+        minima = [s["s_i_min" if kind == "reidentification" else "s_t_min"] for s in targets]
+        matrices.append({
+            "kind": kind, "metric": metric, "rows": rows,
+            "minima": [{"value": v, "style": heat_style(v)} for v in minima],
+            "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s) for s in targets], "values": values,
+                      "min": 0, "max": 1, "rowTitle": _("attacker"), "colTitle": _("target set"),
+                      "legend": _("%(metric)s (higher: the target resisted better)") % {"metric": metric},
+                      "label": _("Heatmap of %(metric)s, attacker by target") % {"metric": metric}},
+            "chart_id": f"chart-matrix-{kind}",
+        })
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "targets": [{"label": rv.set_label(s)} for s in targets],
+           "matrices": matrices, "round_links": _round_links(rv)}
+    return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
+
+
+AWARD_TITLES = {
+    "overall": (gettext_noop("Overall"), "highest s_I,min(t,1) + s_T,min(t,2)"),
+    "best_anonymizer_reidentification": (gettext_noop("Best anonymizer (re-identification)"), "highest s_I,min(t,1)"),
+    "best_anonymizer_trace_inference": (gettext_noop("Best anonymizer (trace inference)"), "highest s_T,min(t,2)"),
+    "best_anonymizer": (gettext_noop("Best anonymization"), "highest s_T,min(t,2)"),
+    "best_attacker_reidentification": (gettext_noop("Best attacker (re-identification)"), "lowest attacker sum of s_I"),
+    "best_attacker_trace_inference": (gettext_noop("Best attacker (trace inference)"), "lowest attacker sum of s_T"),
+}
+
+
+def award_title(name: str) -> tuple[str, str]:
+    title, rule = AWARD_TITLES.get(name, (name.replace("_", " ").capitalize(), ""))
+    return _(title), rule
+
+
+def awards(request, slug):
+    contest = get_contest(slug)
+    rv, preview = _results(request, contest)
+    if rv is None:
+        return _embargo(request, contest, "awards", _("Awards"))
+    decided = {"score": _("by score"), "sole-candidate": _("sole eligible team"),
+               "earlier-final-submission": _("tie broken by the earlier final submission"),
+               "team-id": _("tie broken by the lower team number")}
+    items = []
+    for a in rv.data.get("awards", []):
+        title, rule = award_title(a["award"])
+        if a["award"] == "overall":
+            title = _("Overall, place %(n)s") % {"n": a.get("place", 1)}
+        items.append({"title": title, "rule": rule, "team": rv.team_label(a["team"]), "value": a["value"],
+                      "decided": decided.get(a.get("decided_by"), a.get("decided_by")),
+                      "tied_with": [rv.team_label(t) for t in a.get("tied_with") or []],
+                      "excluded": [rv.team_label(t) for t in a.get("excluded") or []],
+                      "is_own": _is_own(request, contest, a["team"])})
+    standings = []
+    for name, rows in (rv.data.get("standings") or {}).items():
+        title, rule = award_title(name)
+        standings.append({"title": title, "rule": rule, "rows": [
+            {"position": r["position"], "team": rv.team_label(r["team"]), "value": r["value"],
+             "final_local": _local(r.get("final_submission_at"), contest.tz)} for r in rows]})
+    ctx = {"rv": rv, "preview": preview, "items": items, "standings": standings,
+           "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest)}
+    return page(request, "web/awards.html", ctx, contest=contest, sub="awards")
+
+
+def correlation(xs, ys) -> float | None:
+    """Pearson correlation coefficient of two equal-length sequences (None when undefined)."""
+    x = np.asarray(xs, dtype=np.float64)
+    y = np.asarray(ys, dtype=np.float64)
+    if x.size < 2 or np.std(x) == 0 or np.std(y) == 0:
+        return None
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def plots(request, slug):
+    contest = get_contest(slug)
+    rv, preview = _results(request, contest)
+    if rv is None:
+        return _embargo(request, contest, "plots", _("Plots"))
+    choice = _round_choice(request, rv)
+    if choice == "total":
+        choice = rv.rounds[-1][0] if rv.rounds else None
+    points, table = [], []
+    team_x, team_y = [], []
+    for s in rv.sets(choice):
+        if not s["valid"]:
+            continue
+        group = (_("benchmark (pseudonymized only)") if s.get("benchmark")
+                 else _("%(ch)s sets") % {"ch": CHALLENGE_SHORT[s["set"]["challenge"]]})
+        p = {"x": s["s_i_min"], "y": s["s_t_min"], "label": rv.set_label(s), "group": group}
+        points.append(p)
+        table.append(p)
+        if not s.get("benchmark"):
+            team_x.append(s["s_i_min"])
+            team_y.append(s["s_t_min"])
+    r = correlation(team_x, team_y)
+    fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
+            "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
+    # Paper Fig. 8: the sample anonymizers, when the judge evaluated them.
+    samples = rv.data.get("sample_anonymizers")
+    if samples is None:
+        from .samples import sample_anonymizers_for
+        samples = sample_anonymizers_for(contest, choice) or []
+    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": s.get("label") or s.get("algorithm", ""),
+                    "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}
+                   for s in samples]
+    fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
+            "label": _("Privacy scores of the sample anonymizers")}
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": len(team_x),
+           "table": table, "fig8_table": fig8_points, "round_links": _round_links(rv)}
+    return page(request, "web/plots.html", ctx, contest=contest, sub="plots")
+
+
+# ---------------------------------------------------------------- accounts
+class LoginView(auth_views.LoginView):
+    template_name = "web/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        from .common import js_strings
+        ctx = super().get_context_data(**kwargs)
+        ctx.update({"nav": "login", "js_strings": js_strings(), "my_teams": [], "is_any_organizer": False})
+        return ctx
+
+
+def logout_view(request):
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    from django.contrib.auth import logout
+    logout(request)
+    messages.success(request, _("You are logged out."))
+    return redirect("web:home")
+
+
+def signup(request):
+    if request.user.is_authenticated:
+        return redirect("web:join")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        auth_login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, _("Welcome! Join your team with its invitation code."))
+        return redirect("web:join")
+    return page(request, "web/signup.html", {"form": form}, nav="signup")
+
+
+@login_required
+def join_team(request):
+    form = JoinTeamForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        team = form.team
+        if Membership.objects.filter(user=request.user, team__contest=team.contest).exclude(team=team).exists():
+            form.add_error("invitation_code", _("You are already in another team of this contest."))
+        else:
+            try:
+                with transaction.atomic():
+                    _m, created = Membership.objects.get_or_create(user=request.user, team=team)
+            except IntegrityError:
+                created = False
+            if created:
+                audit.record("join_team", contest=team.contest, actor=request.user, obj=team, team=team.number)
+            if not team.approved:
+                messages.warning(request, _("You joined team %(team)s. The organizers have not approved the team yet.")
+                                 % {"team": team.name})
+            else:
+                messages.success(request, _("You are a member of team %(team)s.") % {"team": team.name})
+            return redirect("web:team", team.contest.slug)
+    return page(request, "web/join.html", {"form": form}, nav="join")
+
+
+@login_required
+def api_token(request):
+    from rest_framework.authtoken.models import Token
+    if request.method == "POST":
+        Token.objects.filter(user=request.user).delete()
+        token = Token.objects.create(user=request.user)
+        messages.success(request, _("A new token was created; the old one no longer works."))
+        return redirect("web:token")
+    token = Token.objects.filter(user=request.user).first()
+    if token is None:
+        token = Token.objects.create(user=request.user)
+    ctx = {"token": token, "api_root": request.build_absolute_uri("/api/")}
+    return page(request, "web/token.html", ctx, nav="token")

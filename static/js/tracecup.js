@@ -1,0 +1,573 @@
+/*
+ * TraceCup page enhancements. Plain JavaScript, no dependencies, no network
+ * except same-origin requests to the platform itself.
+ *
+ * Every feature is progressive: the server-rendered page works without this
+ * file (forms post normally, tables hold the numbers, pages refresh
+ * themselves while a job runs). This file adds:
+ *   - sortable tables            <table data-sortable>
+ *   - countdowns                 <... data-countdown data-deadline="ISO" data-tz="Asia/Tokyo">
+ *   - live job status            <... data-poll-url="/...json">   (server returns {finished, html})
+ *   - drag-and-drop upload with an upload progress bar   <form data-upload>
+ *   - charts as inline SVG       <figure data-chart="heatmap|gridmap|scatter" data-src="json-script-id">
+ * Strings shown to people come from the page (<script id="tc-i18n">), so
+ * they follow the site language.
+ */
+(function () {
+  "use strict";
+
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var I18N = {};
+
+  function t(key, fallback) {
+    return Object.prototype.hasOwnProperty.call(I18N, key) ? I18N[key] : (fallback || key);
+  }
+
+  function fmt(template, values) {
+    return template.replace(/\{(\w+)\}/g, function (m, k) {
+      return Object.prototype.hasOwnProperty.call(values, k) ? values[k] : m;
+    });
+  }
+
+  function readJSON(id) {
+    var el = document.getElementById(id);
+    if (!el) { return null; }
+    try { return JSON.parse(el.textContent); } catch (e) { return null; }
+  }
+
+  function svg(name, attrs, parent) {
+    var el = document.createElementNS(SVGNS, name);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    }
+    if (parent) { parent.appendChild(el); }
+    return el;
+  }
+
+  function svgText(parent, x, y, text, attrs) {
+    var a = attrs || {};
+    a.x = x; a.y = y;
+    var el = svg("text", a, parent);
+    el.textContent = text;
+    return el;
+  }
+
+  function getCookie(name) {
+    var parts = document.cookie ? document.cookie.split(";") : [];
+    for (var i = 0; i < parts.length; i++) {
+      var c = parts[i].trim();
+      if (c.indexOf(name + "=") === 0) { return decodeURIComponent(c.slice(name.length + 1)); }
+    }
+    return null;
+  }
+
+  function csrfToken(form) {
+    var input = form && form.querySelector("input[name=csrfmiddlewaretoken]");
+    return input ? input.value : getCookie("csrftoken");
+  }
+
+  /* ------------------------------------------------------------ colours */
+
+  // Sequential scale (perceptually ordered, colour-blind safe, close to
+  // viridis): low = dark purple, high = yellow. Stops sampled from viridis.
+  var VIRIDIS = [
+    [68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142],
+    [31, 158, 137], [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]
+  ];
+
+  function colourAt(stops, u) {
+    if (!(u >= 0)) { u = 0; }
+    if (u > 1) { u = 1; }
+    var pos = u * (stops.length - 1);
+    var i = Math.min(Math.floor(pos), stops.length - 2);
+    var f = pos - i;
+    var a = stops[i], b = stops[i + 1];
+    var rgb = [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * f); });
+    return { css: "rgb(" + rgb.join(",") + ")", light: (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) > 140 };
+  }
+
+  function legendBar(parent, x, y, w, h, lo, hi, format, label) {
+    var g = svg("g", { "class": "legend" }, parent);
+    var n = 40;
+    for (var i = 0; i < n; i++) {
+      svg("rect", { x: x + (w * i) / n, y: y, width: w / n + 0.5, height: h, fill: colourAt(VIRIDIS, i / (n - 1)).css }, g);
+    }
+    svg("rect", { x: x, y: y, width: w, height: h, fill: "none", stroke: "#6b7686" }, g);
+    svgText(g, x, y + h + 14, format(lo), { "font-size": 11 });
+    svgText(g, x + w, y + h + 14, format(hi), { "font-size": 11, "text-anchor": "end" });
+    if (label) { svgText(g, x + w / 2, y - 4, label, { "font-size": 11, "text-anchor": "middle" }); }
+    return g;
+  }
+
+  function fixed(digits) { return function (v) { return Number(v).toFixed(digits); }; }
+
+  /* ------------------------------------------------------------ charts */
+
+  /*
+   * Heatmap of a rows x cols matrix (e.g. the attack matrix, attacker x
+   * target). spec: {rows: [label], cols: [label], values: [[number|null]],
+   * min, max, label, rowTitle, colTitle, digits}. null cells are drawn hatched
+   * ("no attack").
+   */
+  function heatmap(figure, spec) {
+    var rows = spec.rows, cols = spec.cols, values = spec.values;
+    var digits = spec.digits == null ? 4 : spec.digits;
+    var lo = spec.min == null ? 0 : spec.min, hi = spec.max == null ? 1 : spec.max;
+    var cell = Math.max(34, Math.min(64, Math.floor(640 / Math.max(cols.length, 1))));
+    var left = 12 + 7.2 * Math.max.apply(null, rows.map(function (r) { return String(r).length; }).concat([4]));
+    var top = 40 + 6.5 * Math.max.apply(null, cols.map(function (c) { return String(c).length; }).concat([4]));
+    var width = left + cell * cols.length + 16, height = top + cell * rows.length + 56;
+    var root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": spec.label || "" });
+    svgText(root, left + (cell * cols.length) / 2, 14, spec.colTitle || "", { "text-anchor": "middle", "font-size": 12, "font-weight": 700 });
+    svgText(root, 4, top - 6, spec.rowTitle || "", { "font-size": 12, "font-weight": 700 });
+    var defs = svg("defs", null, root);
+    var pat = svg("pattern", { id: "hatch-" + Math.random().toString(36).slice(2), width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, defs);
+    svg("rect", { width: 6, height: 6, fill: "#fff" }, pat);
+    svg("line", { x1: 0, y1: 0, x2: 0, y2: 6, stroke: "#d3d9e1", "stroke-width": 3 }, pat);
+    cols.forEach(function (c, j) {
+      var x = left + cell * j + cell / 2;
+      svgText(root, x, top - 8, c, { "font-size": 11, transform: "rotate(-50 " + x + " " + (top - 8) + ")" });
+    });
+    rows.forEach(function (r, i) {
+      svgText(root, left - 6, top + cell * i + cell / 2 + 4, r, { "font-size": 11, "text-anchor": "end" });
+      cols.forEach(function (c, j) {
+        var v = values[i] ? values[i][j] : null;
+        var x = left + cell * j, y = top + cell * i;
+        var rect;
+        if (v == null) {
+          rect = svg("rect", { x: x, y: y, width: cell - 1, height: cell - 1, fill: "url(#" + pat.id + ")" }, root);
+          svg("title", null, rect).textContent = r + " \u2192 " + c + ": " + t("no_attack", "no attack");
+          return;
+        }
+        var col = colourAt(VIRIDIS, (v - lo) / ((hi - lo) || 1));
+        rect = svg("rect", { x: x, y: y, width: cell - 1, height: cell - 1, fill: col.css }, root);
+        svg("title", null, rect).textContent = r + " \u2192 " + c + ": " + Number(v).toFixed(digits);
+        if (cell >= 40) {
+          svgText(root, x + cell / 2, y + cell / 2 + 4, Number(v).toFixed(2),
+            { "font-size": 11, "text-anchor": "middle", fill: col.light ? "#000" : "#fff", style: "fill:" + (col.light ? "#000" : "#fff") });
+        }
+      });
+    });
+    legendBar(root, left, top + cell * rows.length + 22, Math.min(220, cell * cols.length), 10, lo, hi, fixed(2), spec.legend || "");
+    figure.insertBefore(root, figure.firstChild);
+  }
+
+  /*
+   * Population map on the contest grid. spec: {nx, ny, values: [M] numbers in
+   * region-id order (region id r = y*nx + x + 1, origin lower-left, as
+   * SPEC 2), max (shared across maps so two maps compare), label, hospitals:
+   * [1-based ids] (outlined)}. A square-root scale keeps sparse regions
+   * visible beside the busy centre.
+   */
+  function gridmap(figure, spec) {
+    var nx = spec.nx, ny = spec.ny, vals = spec.values;
+    var cell = 10, pad = 4;
+    var width = nx * cell + 2 * pad, height = ny * cell + 2 * pad + 44;
+    var hi = spec.max || Math.max.apply(null, vals.concat([1e-12]));
+    var root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": spec.label || "" });
+    var hosp = {};
+    (spec.hospitals || []).forEach(function (h) { hosp[h] = true; });
+    for (var r = 0; r < nx * ny; r++) {
+      var x = r % nx, y = Math.floor(r / nx);
+      var v = vals[r] || 0;
+      var col = v > 0 ? colourAt(VIRIDIS, Math.sqrt(v / hi)).css : "#f0f2f5";
+      var rect = svg("rect", {
+        x: pad + x * cell, y: pad + (ny - 1 - y) * cell, width: cell, height: cell, fill: col,
+        stroke: hosp[r + 1] ? "#e8175d" : "none", "stroke-width": hosp[r + 1] ? 1.2 : 0
+      }, root);
+      svg("title", null, rect).textContent = fmt(t("region_tip", "region {r} (x {x}, y {y}): {v}"),
+        { r: r + 1, x: x + 1, y: y + 1, v: (100 * v).toFixed(3) + "%" });
+    }
+    svg("rect", { x: pad, y: pad, width: nx * cell, height: ny * cell, fill: "none", stroke: "#6b7686" }, root);
+    legendBar(root, pad, ny * cell + pad + 16, Math.min(200, nx * cell), 9, 0, hi,
+      function (v) { return (100 * v).toFixed(2) + "%"; }, spec.legend || t("share_of_events", "share of events (sqrt scale)"));
+    figure.insertBefore(root, figure.firstChild);
+  }
+
+  function pearson(xs, ys) {
+    var n = xs.length;
+    if (n < 2) { return null; }
+    var mx = 0, my = 0, i;
+    for (i = 0; i < n; i++) { mx += xs[i]; my += ys[i]; }
+    mx /= n; my /= n;
+    var sxy = 0, sxx = 0, syy = 0;
+    for (i = 0; i < n; i++) {
+      sxy += (xs[i] - mx) * (ys[i] - my);
+      sxx += (xs[i] - mx) * (xs[i] - mx);
+      syy += (ys[i] - my) * (ys[i] - my);
+    }
+    if (sxx === 0 || syy === 0) { return null; }
+    return sxy / Math.sqrt(sxx * syy);
+  }
+
+  var GROUP_COLOURS = ["#0b4f8a", "#a13d00", "#146c2e", "#7b2d8e", "#8a6d00", "#a4161a"];
+  var GROUP_SHAPES = ["circle", "square", "diamond", "triangle", "circle", "square"];
+
+  function marker(parent, shape, x, y, colour) {
+    var s = 5;
+    if (shape === "square") { return svg("rect", { x: x - s, y: y - s, width: 2 * s, height: 2 * s, fill: colour, stroke: "#fff" }, parent); }
+    if (shape === "diamond") { return svg("path", { d: "M" + x + " " + (y - s - 1) + "l" + (s + 1) + " " + (s + 1) + "l-" + (s + 1) + " " + (s + 1) + "l-" + (s + 1) + " -" + (s + 1) + "z", fill: colour, stroke: "#fff" }, parent); }
+    if (shape === "triangle") { return svg("path", { d: "M" + x + " " + (y - s - 1) + "l" + (s + 1) + " " + (2 * s) + "h-" + (2 * s + 2) + "z", fill: colour, stroke: "#fff" }, parent); }
+    return svg("circle", { cx: x, cy: y, r: s, fill: colour, stroke: "#fff" }, parent);
+  }
+
+  /*
+   * Scatter plot of s_I,min (x) against s_T,min (y) per set, as the paper's
+   * Fig. 8 / Fig. 9. spec: {points: [{x, y, label, group}], xlabel, ylabel,
+   * r (correlation; computed here when absent), showR, xmin, xmax, ymin, ymax,
+   * label}.
+   */
+  function scatter(figure, spec) {
+    var pts = spec.points || [];
+    var W = 640, H = 420, L = 64, R = 230, T = 20, B = 56;
+    var x0 = spec.xmin == null ? 0 : spec.xmin, x1 = spec.xmax == null ? 1 : spec.xmax;
+    var y0 = spec.ymin == null ? 0 : spec.ymin, y1 = spec.ymax == null ? 1 : spec.ymax;
+    var pw = W - L - R, ph = H - T - B;
+    function sx(v) { return L + ((v - x0) / (x1 - x0)) * pw; }
+    function sy(v) { return T + ph - ((v - y0) / (y1 - y0)) * ph; }
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, role: "img", "aria-label": spec.label || "" });
+    var axis = svg("g", { "class": "axis" }, root);
+    for (var k = 0; k <= 5; k++) {
+      var vx = x0 + ((x1 - x0) * k) / 5, vy = y0 + ((y1 - y0) * k) / 5;
+      svg("line", { x1: sx(vx), y1: T, x2: sx(vx), y2: T + ph, "class": "gridline" }, axis);
+      svg("line", { x1: L, y1: sy(vy), x2: L + pw, y2: sy(vy), "class": "gridline" }, axis);
+      svgText(axis, sx(vx), T + ph + 16, vx.toFixed(1), { "font-size": 11, "text-anchor": "middle" });
+      svgText(axis, L - 6, sy(vy) + 4, vy.toFixed(1), { "font-size": 11, "text-anchor": "end" });
+    }
+    svg("rect", { x: L, y: T, width: pw, height: ph, fill: "none", stroke: "#6b7686" }, axis);
+    svgText(root, L + pw / 2, H - 14, spec.xlabel || "", { "font-size": 13, "text-anchor": "middle" });
+    svgText(root, 16, T + ph / 2, spec.ylabel || "", { "font-size": 13, "text-anchor": "middle", transform: "rotate(-90 16 " + (T + ph / 2) + ")" });
+    var groups = [];
+    pts.forEach(function (p) { if (groups.indexOf(p.group || "") < 0) { groups.push(p.group || ""); } });
+    pts.forEach(function (p) {
+      var gi = groups.indexOf(p.group || "");
+      var m = marker(root, GROUP_SHAPES[gi % GROUP_SHAPES.length], sx(p.x), sy(p.y), GROUP_COLOURS[gi % GROUP_COLOURS.length]);
+      svg("title", null, m).textContent = (p.label || "") + ": (" + Number(p.x).toFixed(4) + ", " + Number(p.y).toFixed(4) + ")";
+      if (p.label && pts.length <= 16) {
+        svgText(root, sx(p.x) + 7, sy(p.y) - 6, p.label, { "font-size": 10 });
+      }
+    });
+    var ly = T + 4;
+    if (groups.length > 1 || groups[0]) {
+      groups.forEach(function (g, gi) {
+        marker(root, GROUP_SHAPES[gi % GROUP_SHAPES.length], L + pw + 18, ly + 6, GROUP_COLOURS[gi % GROUP_COLOURS.length]);
+        svgText(root, L + pw + 30, ly + 10, g, { "font-size": 12 });
+        ly += 20;
+      });
+    }
+    var r = spec.r;
+    if (r == null && spec.showR !== false) {
+      r = pearson(pts.map(function (p) { return +p.x; }), pts.map(function (p) { return +p.y; }));
+    }
+    if (spec.showR !== false) {
+      svgText(root, L + pw + 12, ly + 16, "R = " + (r == null ? "\u2014" : Number(r).toFixed(3)), { "font-size": 14, "font-weight": 700 });
+    }
+    figure.insertBefore(root, figure.firstChild);
+  }
+
+  var CHARTS = { heatmap: heatmap, gridmap: gridmap, scatter: scatter };
+
+  function initCharts(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-chart]"), function (fig) {
+      if (fig.getAttribute("data-chart-done")) { return; }
+      var spec = readJSON(fig.getAttribute("data-src"));
+      var draw = CHARTS[fig.getAttribute("data-chart")];
+      if (!spec || !draw) { return; }
+      draw(fig, spec);
+      fig.setAttribute("data-chart-done", "1");
+    });
+  }
+
+  /* ------------------------------------------------------------ sorting */
+
+  function cellKey(td) {
+    if (!td) { return { num: NaN, text: "" }; }
+    var raw = td.hasAttribute("data-sort") ? td.getAttribute("data-sort") : td.textContent.trim();
+    var num = raw === "" ? NaN : Number(raw);
+    return { num: num, text: raw.toLowerCase() };
+  }
+
+  function sortTable(table, col, direction) {
+    var tbody = table.tBodies[0];
+    var rows = Array.prototype.slice.call(tbody.rows);
+    var sign = direction === "ascending" ? 1 : -1;
+    rows.sort(function (a, b) {
+      var ka = cellKey(a.cells[col]), kb = cellKey(b.cells[col]);
+      var an = !isNaN(ka.num), bn = !isNaN(kb.num);
+      if (an && bn) { return sign * (ka.num - kb.num); }
+      if (an !== bn) { return an ? -1 : 1; }  // numbers before blanks either way
+      return sign * ka.text.localeCompare(kb.text);
+    });
+    rows.forEach(function (r) { tbody.appendChild(r); });
+  }
+
+  function initSortable(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("table[data-sortable]"), function (table) {
+      if (table.getAttribute("data-sort-done")) { return; }
+      table.setAttribute("data-sort-done", "1");
+      var heads = table.tHead ? table.tHead.rows[table.tHead.rows.length - 1].cells : [];
+      Array.prototype.forEach.call(heads, function (th, col) {
+        if (th.hasAttribute("data-nosort")) { return; }
+        var btn = document.createElement("button");
+        btn.type = "button";
+        btn.className = "sort-btn";
+        while (th.firstChild) { btn.appendChild(th.firstChild); }
+        th.appendChild(btn);
+        btn.addEventListener("click", function () {
+          var current = th.getAttribute("aria-sort");
+          var firstDir = th.getAttribute("data-sort-first") || "descending";
+          var next = current === firstDir ? (firstDir === "ascending" ? "descending" : "ascending") : firstDir;
+          Array.prototype.forEach.call(heads, function (h) { h.removeAttribute("aria-sort"); });
+          th.setAttribute("aria-sort", next);
+          sortTable(table, col, next);
+          announce(fmt(t("sorted_by", "Sorted by {col}, {dir}"), { col: btn.textContent.trim(), dir: t(next, next) }));
+        });
+      });
+    });
+  }
+
+  var liveRegion = null;
+  function announce(text) {
+    if (!liveRegion) {
+      liveRegion = document.createElement("div");
+      liveRegion.className = "visually-hidden";
+      liveRegion.setAttribute("aria-live", "polite");
+      document.body.appendChild(liveRegion);
+    }
+    liveRegion.textContent = text;
+  }
+
+  /* ------------------------------------------------------------ countdown */
+
+  function formatIn(date, tz) {
+    try {
+      return new Intl.DateTimeFormat(document.documentElement.lang || undefined, {
+        timeZone: tz, year: "numeric", month: "short", day: "numeric",
+        hour: "2-digit", minute: "2-digit", timeZoneName: "short"
+      }).format(date);
+    } catch (e) {
+      return date.toISOString();
+    }
+  }
+
+  function remaining(ms) {
+    var s = Math.max(0, Math.floor(ms / 1000));
+    var d = Math.floor(s / 86400); s -= d * 86400;
+    var h = Math.floor(s / 3600); s -= h * 3600;
+    var m = Math.floor(s / 60); s -= m * 60;
+    function two(n) { return (n < 10 ? "0" : "") + n; }
+    return (d > 0 ? d + t("days_short", "d") + " " : "") + two(h) + ":" + two(m) + ":" + two(s);
+  }
+
+  function initCountdowns(scope) {
+    var items = Array.prototype.slice.call(scope.querySelectorAll("[data-countdown]"));
+    if (!items.length) { return; }
+    var viewerTz;
+    try { viewerTz = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { viewerTz = undefined; }
+    items.forEach(function (el) {
+      var when = new Date(el.getAttribute("data-deadline"));
+      var zones = el.querySelector(".countdown-zones");
+      if (zones && !isNaN(when)) {
+        var contestTz = el.getAttribute("data-tz");
+        zones.textContent = fmt(t("deadline_zones", "{contest} (contest time) \u00b7 {viewer} (your time)"),
+          { contest: formatIn(when, contestTz), viewer: formatIn(when, viewerTz) });
+      }
+    });
+    function tick() {
+      var now = Date.now();
+      items.forEach(function (el) {
+        var when = new Date(el.getAttribute("data-deadline"));
+        var out = el.querySelector(".countdown");
+        if (!out || isNaN(when)) { return; }
+        var ms = when.getTime() - now;
+        out.textContent = ms > 0 ? remaining(ms) : t("deadline_passed", "deadline passed");
+        if (ms <= 0 && el.hasAttribute("data-reload") && !el.getAttribute("data-reloaded")) {
+          el.setAttribute("data-reloaded", "1");
+          setTimeout(function () { window.location.reload(); }, 1500);
+        }
+      });
+    }
+    tick();
+    setInterval(tick, 1000);
+  }
+
+  /* ------------------------------------------------------------ live job status */
+
+  function poll(el) {
+    var url = el.getAttribute("data-poll-url");
+    if (!url || el.getAttribute("data-polling")) { return; }
+    el.setAttribute("data-polling", "1");
+    var delay = 700;
+    function once() {
+      var xhr = new XMLHttpRequest();
+      xhr.open("GET", url);
+      xhr.setRequestHeader("Accept", "application/json");
+      xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+      xhr.onload = function () {
+        var data = null;
+        try { data = JSON.parse(xhr.responseText); } catch (e) { data = null; }
+        if (xhr.status === 200 && data) {
+          if (data.html != null) {
+            el.innerHTML = data.html;
+            initAll(el);
+          }
+          if (data.finished) {
+            el.removeAttribute("data-polling");
+            el.setAttribute("data-finished", "1");
+            var ev = new CustomEvent("tracecup:finished", { bubbles: true, detail: data });
+            el.dispatchEvent(ev);
+            return;
+          }
+        }
+        delay = Math.min(delay * 1.3, 4000);
+        setTimeout(once, delay);
+      };
+      xhr.onerror = function () { setTimeout(once, 4000); };
+      xhr.send();
+    }
+    once();
+  }
+
+  function initPolling(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("[data-poll-url]"), function (el) {
+      if (!el.getAttribute("data-finished")) { poll(el); }
+    });
+    if (scope.hasAttribute && scope.hasAttribute("data-poll-url") && !scope.getAttribute("data-finished")) { poll(scope); }
+  }
+
+  /* ------------------------------------------------------------ upload */
+
+  function humanBytes(n) {
+    var units = ["B", "KB", "MB", "GB"], i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+  }
+
+  function initUploads(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("form[data-upload]"), function (form) {
+      if (form.getAttribute("data-upload-done")) { return; }
+      form.setAttribute("data-upload-done", "1");
+      var input = form.querySelector("input[type=file]");
+      var zone = form.querySelector(".dropzone") || form;
+      var bar = form.querySelector("progress");
+      var status = form.querySelector(".upload-status");
+      var result = document.getElementById(form.getAttribute("data-result")) || form.querySelector(".upload-result");
+      var chosen = form.querySelector(".dz-file");
+      if (!input || !window.FormData) { return; }
+
+      function showChosen() {
+        if (chosen) {
+          chosen.textContent = input.files && input.files.length
+            ? fmt(t("chosen_file", "Chosen: {name} ({size})"), { name: input.files[0].name, size: humanBytes(input.files[0].size) })
+            : "";
+        }
+      }
+      input.addEventListener("change", showChosen);
+
+      ["dragenter", "dragover"].forEach(function (name) {
+        zone.addEventListener(name, function (e) {
+          e.preventDefault();
+          zone.classList.add("is-dragover");
+        });
+      });
+      ["dragleave", "dragend", "drop"].forEach(function (name) {
+        zone.addEventListener(name, function () { zone.classList.remove("is-dragover"); });
+      });
+      zone.addEventListener("drop", function (e) {
+        e.preventDefault();
+        if (e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files.length) {
+          try { input.files = e.dataTransfer.files; } catch (err) { /* old browsers: keep picker */ }
+          showChosen();
+        }
+      });
+
+      form.addEventListener("submit", function (e) {
+        if (!input.files || !input.files.length) { return; }  // let the server say what is missing
+        e.preventDefault();
+        var data = new FormData(form);
+        var xhr = new XMLHttpRequest();
+        xhr.open("POST", form.action || window.location.href);
+        xhr.setRequestHeader("X-Requested-With", "XMLHttpRequest");
+        xhr.setRequestHeader("Accept", "application/json");
+        var token = csrfToken(form);
+        if (token) { xhr.setRequestHeader("X-CSRFToken", token); }
+        var submit = form.querySelector("[type=submit]");
+        if (submit) { submit.disabled = true; }
+        if (bar) { bar.hidden = false; bar.value = 0; bar.max = 1; }
+        if (status) { status.textContent = t("uploading", "Uploading\u2026"); }
+        xhr.upload.onprogress = function (ev) {
+          if (!ev.lengthComputable) { return; }
+          if (bar) { bar.value = ev.loaded / ev.total; }
+          if (status) {
+            status.textContent = fmt(t("uploaded_of", "Uploaded {done} of {total} ({pct}%)"),
+              { done: humanBytes(ev.loaded), total: humanBytes(ev.total), pct: Math.round((100 * ev.loaded) / ev.total) });
+          }
+        };
+        xhr.upload.onload = function () {
+          if (bar) { bar.value = 1; }
+          if (status) { status.textContent = t("upload_received", "Upload complete; waiting for the server\u2026"); }
+        };
+        xhr.onload = function () {
+          if (submit) { submit.disabled = false; }
+          var data = null;
+          try { data = JSON.parse(xhr.responseText); } catch (err) { data = null; }
+          if (!data) {
+            if (status) { status.textContent = fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }); }
+            return;
+          }
+          if (status) { status.textContent = data.message || ""; }
+          if (result && data.html != null) {
+            result.innerHTML = data.html;
+            initAll(result);
+          }
+          if (data.replace) {  // other parts of the page the server re-rendered (e.g. counters)
+            Object.keys(data.replace).forEach(function (id) {
+              var target = document.getElementById(id);
+              if (target) { target.innerHTML = data.replace[id]; initAll(target); }
+            });
+          }
+          if (data.ok) {
+            form.reset();
+            showChosen();
+          }
+        };
+        xhr.onerror = function () {
+          if (submit) { submit.disabled = false; }
+          if (status) { status.textContent = t("network_error", "Network error: the upload did not reach the server."); }
+        };
+        xhr.send(data);
+      });
+    });
+  }
+
+  /* ------------------------------------------------------------ confirm */
+
+  function initConfirm(scope) {
+    Array.prototype.forEach.call(scope.querySelectorAll("form[data-confirm]"), function (form) {
+      if (form.getAttribute("data-confirm-done")) { return; }
+      form.setAttribute("data-confirm-done", "1");
+      form.addEventListener("submit", function (e) {
+        if (!window.confirm(form.getAttribute("data-confirm"))) { e.preventDefault(); }
+      });
+    });
+  }
+
+  function initAll(scope) {
+    initSortable(scope);
+    initCharts(scope);
+    initUploads(scope);
+    initPolling(scope);
+    initConfirm(scope);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    I18N = readJSON("tc-i18n") || {};
+    document.documentElement.classList.add("js");
+    // Without JS the page refreshes itself while a job runs (<noscript> meta
+    // refresh); with JS the poller takes over.
+    initAll(document);
+    initCountdowns(document);
+  });
+
+  window.TraceCup = { heatmap: heatmap, gridmap: gridmap, scatter: scatter, pearson: pearson, sortTable: sortTable, initAll: initAll };
+})();

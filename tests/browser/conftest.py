@@ -1,0 +1,106 @@
+"""Browser tests: headless Debian Chromium driven by Playwright, a live Django server and a real
+Celery worker process.
+
+- Chromium: ``/usr/bin/chromium`` (Debian package ``chromium``; never ``playwright install``).
+  Absent and not in CI (``CI`` unset): the tests skip with a message. In CI they must run.
+- Screenshots of every main page go to ``$SCREENSHOT_DIR`` (default ``var/screenshots/``); the
+  folder is printed at the end of the run.
+- The worker is the core's real ``celery worker`` process fixture (``tests/contest/test_integration.py``),
+  on the same database as the live server and a private broker queue.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.contest.test_integration import celery_worker  # noqa: F401  (the core's worker fixture)
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("TRACECUP_CHROMIUM", "/usr/bin/chromium"))
+SCREENSHOT_DIR = Path(os.environ.get("SCREENSHOT_DIR") or ROOT / "var" / "screenshots")
+_SHOTS: list[Path] = []
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _SHOTS:
+        terminalreporter.write_line(f"browser screenshots ({len(_SHOTS)}) written to: {SCREENSHOT_DIR.resolve()}")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing: CI must install Debian's chromium (apt-get install -y chromium)")
+        pytest.skip(f"{CHROMIUM} not found: install it with `apt-get install -y chromium` to run the browser tests")
+    return str(CHROMIUM)
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
+    # test itself (fixtures, checks) are still plain synchronous calls.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path, headless=True,
+                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                     "--no-first-run", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def shot():
+    """``shot(page, name)`` saves a full-page screenshot ``NN-name.png``."""
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    if not _SHOTS:  # a fresh set per run: drop the previous run's numbered shots only
+        for old in SCREENSHOT_DIR.glob("[0-9][0-9]-*.png"):
+            old.unlink()
+
+    def take(page, name: str) -> Path:
+        path = SCREENSHOT_DIR / f"{len(_SHOTS) + 1:02d}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        _SHOTS.append(path)
+        return path
+    return take
+
+
+@pytest.fixture
+def celery_worker_process(celery_worker):
+    """The core's real Celery worker process (tests/contest/test_integration.py: SQLite or PostgreSQL,
+    filesystem broker in a private folder or Redis), with Celery's cached broker connections dropped
+    so that this process sends to the broker the worker listens on."""
+    from contest.celery import app
+    app.conf.task_always_eager = False
+    _reset_pools(app)
+    yield celery_worker
+    _reset_pools(app)
+
+
+def _reset_pools(app) -> None:
+    """Drop Celery's cached broker connections so the next send uses the current broker settings."""
+    if getattr(app, "_pool", None) is not None:
+        app._pool.force_close_all()
+        app._pool = None
+    if getattr(app.amqp, "_producer_pool", None) is not None:
+        app.amqp._producer_pool = None
+
+
+def wait_for_jobs(contest, timeout=180.0, kinds=None):
+    """Block until every job of ``contest`` (of ``kinds``) has finished; fail on a failed job."""
+    from contest.models import Job
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        qs = Job.objects.filter(contest=contest)
+        if kinds:
+            qs = qs.filter(kind__in=kinds)
+        if qs.exists() and not qs.filter(status__in=(Job.QUEUED, Job.RUNNING)).exists():
+            failed = list(qs.filter(status=Job.FAILED))
+            assert not failed, f"failed jobs: {[(j.pk, j.kind, j.message, j.error[-500:]) for j in failed]}"
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"jobs still unfinished after {timeout}s: "
+                         f"{list(Job.objects.filter(contest=contest).values_list('pk', 'kind', 'status', 'message'))}")

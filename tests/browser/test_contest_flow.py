@@ -1,0 +1,273 @@
+"""End to end in headless Chromium: an organizer sets up a contest and starts generation; a team
+member downloads its data, uploads an anonymized set with the file picker, watches it get scored,
+sees an invalid file's per-line errors; the organizer closes the phase and publishes; the public
+leaderboard shows the published result. A screenshot of every main page is saved on the way.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from tests.browser.conftest import wait_for_jobs
+from tests.contest.conftest import anonymize_csv, contest_spec
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+PASSWORD = "a-long-organizer-pass"
+SCORED = re.compile(r"^\s*(valid|invalid: utility too low)\s*$")  # the badge once s_U is known
+
+
+UNLABELLED_JS = """() => Array.from(document.querySelectorAll('input, select, textarea, button'))
+  .filter(el => el.type !== 'hidden' && el.offsetParent !== null)
+  .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                && !(el.tagName === 'BUTTON' && el.textContent.trim()))
+  .map(el => el.outerHTML.slice(0, 120))"""
+
+
+def assert_labelled(page):
+    """Every visible form control has a label (or an accessible name): keyboard and screen-reader use."""
+    missing = page.evaluate(UNLABELLED_JS)
+    assert not missing, f"unlabelled controls on {page.url}: {missing}"
+
+
+def login(page, base, username, password):
+    page.goto(f"{base}/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_load_state()
+
+
+def test_whole_round_in_the_browser(live_server, celery_worker_process, browser, shot, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    from contest.models import AnonymizedSet, Contest, Dataset, Job
+    from contest.services import uploads
+
+    base = live_server.url
+    User = get_user_model()
+    User.objects.create_user("organizer", password=PASSWORD, is_staff=True)
+
+    # ---- organizer: create the contest from YAML, start generation, watch it finish
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    org = ctx.new_page()
+    login(org, base, "organizer", PASSWORD)
+    org.goto(f"{base}/console/")
+    assert_labelled(org)
+    shot(org, "console-home")
+    spec = contest_spec("web")
+    org.locator("#id_y-yaml_text").fill(yaml.safe_dump(spec, sort_keys=False))
+    org.get_by_role("button", name="Create from YAML").click()
+    org.wait_for_url(re.compile(r"/console/web/$"))
+    contest = Contest.objects.get(slug="web")
+    assert contest.organizers.filter(username="organizer").exists()
+    org.get_by_role("button", name=re.compile("Start data generation")).click()
+    org.wait_for_url(re.compile(r"/console/web/jobs/\d+/$"))
+    # live status on the job page: the poller replaces the badge when the worker finishes
+    org.locator("#job-live .badge", has_text="succeeded").wait_for(timeout=180_000)
+    shot(org, "console-job-generation")
+    assert Dataset.objects.filter(round__contest=contest).count() == (3 + 3) * 2
+
+    # ---- team member: downloads, upload by file picker, live scoring, an invalid file's errors
+    team_ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    alpha = team_ctx.new_page()
+    login(alpha, base, "alpha1", "pw")
+    alpha.goto(f"{base}/c/web/team/")
+    ds = Dataset.objects.get(round__contest=contest, team__number=1, challenge=1)
+    with alpha.expect_download() as dl:
+        alpha.get_by_role("link", name=ds.original.name).click()
+    saved = tmp_path / ds.original.name
+    dl.value.save_as(saved)
+    assert saved.read_bytes().startswith(b"user_id,time_id,reg_id")
+
+    good = tmp_path / "anotraces_team001_data01.csv"
+    good.write_bytes(anonymize_csv(ds, "A2-MRLH", mu_x=1, mu_y=1, **{"lambda": 0.1}))
+    card = alpha.locator(f"#ds-{ds.pk}")
+    card.locator("input[type=file]").set_input_files(str(good))
+    card.get_by_role("button", name="Upload").click()
+    result = alpha.locator(f"#result-ds-{ds.pk}")
+    result.locator(".badge", has_text=SCORED).first.wait_for(timeout=120_000)
+    text = result.inner_text()
+    assert "s_U" in text and re.search(r"s_U = 0\.\d{4}|s_U = 1\.0000", text), text
+    assert "1 of 10 uploads used" in alpha.locator(f"#counter-ds-{ds.pk}").inner_text()
+    assert_labelled(alpha)
+    shot(alpha, "team-dashboard-after-upload")
+    aset = AnonymizedSet.objects.get(dataset=ds, seq=1)
+    assert aset.status in (AnonymizedSet.VALID, AnonymizedSet.INVALID) and aset.s_u is not None
+    assert f"{aset.s_u:.4f}" in text
+
+    bad = tmp_path / "anotraces_bad.csv"
+    lines = good.read_text().splitlines()
+    lines[3] = "99999"
+    bad.write_text("\n".join(lines) + "\n")
+    card.locator("input[type=file]").set_input_files(str(bad))
+    card.get_by_role("button", name="Upload").click()
+    result.locator(".issues li").first.wait_for(timeout=120_000)
+    issues = result.locator(".issues").inner_text()
+    assert "line 4" in issues and "99999" in issues, issues
+    shot(alpha, "team-upload-errors")
+    rejected = AnonymizedSet.objects.get(dataset=ds, seq=2)
+    assert rejected.status == AnonymizedSet.REJECTED
+    # drag and drop: a file dropped on the TRP drop zone is uploaded the same way
+    ds2 = Dataset.objects.get(round__contest=contest, team__number=1, challenge=2)
+    dropped = anonymize_csv(ds2, "A1-none").decode()
+    zone = alpha.locator(f"#ds-{ds2.pk} .dropzone")
+    transfer = alpha.evaluate_handle(
+        "text => { const dt = new DataTransfer(); "
+        "dt.items.add(new File([text], 'anotraces_team001_data02.csv', {type: 'text/csv'})); return dt; }", dropped)
+    zone.dispatch_event("dragenter", {"dataTransfer": transfer})
+    assert "is-dragover" in (zone.get_attribute("class") or "")
+    zone.dispatch_event("drop", {"dataTransfer": transfer})
+    assert "anotraces_team001_data02.csv" in alpha.locator(f"#ds-{ds2.pk} .dz-file").inner_text()
+    alpha.locator(f"#ds-{ds2.pk}").get_by_role("button", name="Upload").click()
+    alpha.locator(f"#result-ds-{ds2.pk} .badge", has_text=SCORED).first.wait_for(timeout=120_000)
+    assert AnonymizedSet.objects.get(dataset=ds2, seq=1).s_u == 1.0
+
+    # the countdown ticks and names both time zones
+    countdown = alpha.locator("[data-countdown] .countdown").first
+    assert re.fullmatch(r"(\d+d )?\d\d:\d\d:\d\d", countdown.inner_text().strip()), countdown.inner_text()
+    zones = alpha.locator("[data-countdown] .countdown-zones").first.inner_text()
+    assert "contest time" in zones and "your time" in zones
+
+    alpha.goto(f"{base}/c/web/team/uploads/{rejected.pk}/")
+    shot(alpha, "team-upload-detail-errors")
+    alpha.goto(f"{base}/c/web/team/datasets/{ds.pk}/map/")
+    alpha.locator("figure[data-chart=gridmap] svg").first.wait_for()
+    assert alpha.locator("figure[data-chart=gridmap] svg").count() == 2
+    shot(alpha, "team-population-map")
+
+    # the other sets of the round arrive through the service (same path as the API)
+    for t in (1, 2, 3):
+        for ch in (1, 2):
+            d = Dataset.objects.get(round__contest=contest, team__number=t, challenge=ch)
+            if AnonymizedSet.objects.filter(dataset=d).exclude(status=AnonymizedSet.REJECTED).exists():
+                continue
+            member = User.objects.get(username=f"{d.team.name.lower()}1")
+            algo = {1: ("A3-kRR", {"eps": 6.0}), 2: ("A2-MRLH", {"lambda": 0.2}), 3: ("A1-none", {})}[t]
+            content = anonymize_csv(d, algo[0], seed=t * 10 + ch, **algo[1])
+            uploads.submit_anonymized_set(user=member, dataset=d, content=content,
+                                          name=f"anotraces_team{t:03d}_data{ch:02d}.csv")
+    wait_for_jobs(contest, kinds=["score_anonymized"])
+
+    # ---- organizer: close the anonymization phase (freeze, pseudonymize, judge attacks), publish
+    org.goto(f"{base}/console/web/")
+    assert_labelled(org)
+    shot(org, "console-contest")
+    org.once("dialog", lambda d: d.accept())
+    org.get_by_role("button", name=re.compile(r"Close now\s+anonymization")).click()
+    org.wait_for_url(re.compile(r"/console/web/jobs/\d+/$"))
+    org.locator("#job-live .badge", has_text="succeeded").wait_for(timeout=180_000)
+    wait_for_jobs(contest, timeout=240)
+
+    alpha.goto(f"{base}/c/web/team/")
+    alpha.locator("h3", has_text="Attack targets").wait_for()
+    with alpha.expect_download() as dl:
+        alpha.get_by_role("link", name=re.compile("Download the attack material")).click()
+    zpath = tmp_path / "material.zip"
+    dl.value.save_as(zpath)
+    import zipfile
+    with zipfile.ZipFile(zpath) as zf:
+        names = zf.namelist()
+        assert "MANIFEST.json" in names and "SHA256SUMS" in names
+        assert any(n.startswith("pubtraces") for n in names)
+    shot(alpha, "team-attack-targets")
+
+    # attack phase: a Beta member uploads an etable against Alpha's IDP set and sees its score live
+    from contest.models import Phase, PublicSet
+    from tests.contest.conftest import move_phase
+    move_phase(contest.rounds.get(), Phase.ATTACK, -1, 24)
+    beta = team_ctx.new_page()
+    team_ctx.clear_cookies()
+    login(beta, base, "beta1", "pw")
+    target = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=1, dataset__challenge=1)
+    etable = tmp_path / "etable_team002-001_data01.csv"
+    etable.write_text("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set + 1)))
+    beta.goto(f"{base}/c/web/team/")
+    row = beta.locator(f"#ps-{target.pk}")
+    row.get_by_label("Attack", exact=True).select_option("etable")
+    row.locator("input[type=file]").set_input_files(str(etable))
+    row.get_by_role("button", name=re.compile("Upload")).click()
+    beta.locator(f"#result-ps-{target.pk} .badge", has_text=re.compile(r"^\s*scored\s*$")).wait_for(timeout=120_000)
+    attack = target.attacks.get()
+    assert f"s_I = {attack.score:.4f}" in beta.locator(f"#result-ps-{target.pk}").inner_text()
+    shot(beta, "team-attack-scored")
+    wait_for_jobs(contest, timeout=120)
+
+    org.goto(f"{base}/console/web/")
+    org.once("dialog", lambda d: d.accept())
+    org.get_by_role("button", name="Publish results").click()
+    org.wait_for_load_state()
+    wait_for_jobs(contest, kinds=["compute_results"], timeout=120)
+    org.goto(f"{base}/console/web/jobs/")
+    shot(org, "console-jobs")
+
+    # ---- public: no login; the published leaderboard shows the result
+    pub_ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pub = pub_ctx.new_page()
+    pub.goto(f"{base}/")
+    shot(pub, "public-home")
+    pub.goto(f"{base}/c/web/")
+    shot(pub, "public-contest")
+    pub.goto(f"{base}/c/web/rules/")
+    shot(pub, "public-rules")
+    pub.goto(f"{base}/c/web/leaderboard/")
+    board = pub.locator("#leaderboard")
+    board.wait_for()
+    assert "Alpha" in board.inner_text() and "Beta" in board.inner_text()
+    assert "Preview" not in pub.content()
+    contest.refresh_from_db()
+    snap = contest.snapshots.filter(published=True).get()
+    total = {r["team"]: r for r in snap.data["team_rounds"]}[1]["overall"]
+    assert f"{total:.4f}" in board.inner_text()
+    # sorting by a column header (keyboard-reachable button) reorders the rows
+    pub.locator("#leaderboard th", has_text="Team").get_by_role("button").click()
+    assert pub.locator("#leaderboard th[aria-sort]").count() == 1
+    assert_labelled(pub)
+    shot(pub, "public-leaderboard")
+    pub.goto(f"{base}/c/web/attack-matrix/")
+    pub.locator("figure[data-chart=heatmap] svg").first.wait_for()
+    shot(pub, "public-attack-matrix")
+    pub.goto(f"{base}/c/web/awards/")
+    shot(pub, "public-awards")
+    pub.goto(f"{base}/c/web/plots/")
+    pub.locator("figure[data-chart=scatter] svg").first.wait_for()
+    shot(pub, "public-plots")
+
+    # the language switcher in the header (a plain form): Japanese pages
+    pub.goto(f"{base}/c/web/leaderboard/")
+    pub.get_by_label("Language").select_option("ja")
+    pub.get_by_role("button", name="Switch").click()
+    pub.wait_for_load_state()
+    assert pub.locator("html").get_attribute("lang") == "ja"
+    assert "リーダーボード" in pub.locator("h1").inner_text()
+    shot(pub, "public-leaderboard-ja")
+
+    # keyboard: the skip link is the first stop and moves focus to the main content
+    pub.keyboard.press("Tab")
+    assert pub.evaluate("document.activeElement.className") == "skip-link"
+
+    # a phone-sized viewport: no horizontal scrolling of the page itself
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    ph = phone.new_page()
+    ph.goto(f"{base}/c/web/leaderboard/")
+    overflow = ph.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 1, f"page scrolls sideways on a phone by {overflow}px"
+    shot(ph, "phone-leaderboard")
+    ph_team = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    tp = ph_team.new_page()
+    login(tp, base, "beta1", "pw")
+    tp.goto(f"{base}/c/web/team/")
+    overflow = tp.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    wide = tp.evaluate("""() => Array.from(document.querySelectorAll('body *'))
+      .filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1
+                   && !e.closest('.table-scroll'))
+      .slice(0, 5).map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))""")
+    assert overflow <= 1, f"the team dashboard scrolls sideways on a phone by {overflow}px: {wide}"
+    shot(tp, "phone-team-dashboard")
+    ph_team.close()
+    for c in (ctx, team_ctx, pub_ctx, phone):
+        c.close()
+    assert not Job.objects.filter(contest=contest, status=Job.FAILED).exists()
+

@@ -1,0 +1,52 @@
+"""Small pure helpers of the pages, against hand-worked examples."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contest.web.common import heat_style, rank_rows
+from contest.web.team import population_shares
+from contest.web.views import correlation
+from scoring.grid import Grid
+from scoring.traces import AnonymizedTraces, SetTable, Traces
+
+
+def test_rank_rows_breaks_ties_by_earlier_final_submission():
+    rows = [
+        {"team": 1, "overall": 0.5, "final_at": "2026-01-02T10:00:00+00:00"},
+        {"team": 2, "overall": 0.5 + 1e-15, "final_at": "2026-01-01T10:00:00+00:00"},  # equal to 12 decimals
+        {"team": 3, "overall": 0.9, "final_at": None},
+        {"team": 4, "overall": 0.1, "final_at": None},
+    ]
+    ranked = rank_rows(rows, "overall")
+    assert [r["team"] for r in ranked] == [3, 2, 1, 4]
+    assert [r["rank"] for r in ranked] == [1, 2, 3, 4]
+    assert [r["tied"] for r in ranked] == [False, True, True, False]
+
+
+def test_heat_style_ends_of_the_scale_and_readable_text():
+    assert heat_style(None) == ""
+    assert heat_style(0.0) == "background:rgb(68,1,84);color:#fff"
+    assert heat_style(1.0) == "background:rgb(253,231,37);color:#000"
+    assert heat_style(2.0) == heat_style(1.0)  # clamped
+
+
+def test_correlation_matches_numpy_and_is_none_when_undefined():
+    x, y = [0.1, 0.4, 0.35, 0.8], [0.2, 0.5, 0.3, 0.9]
+    assert correlation(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-15)
+    assert correlation([0.5, 0.5], [0.1, 0.2]) is None
+    assert correlation([0.5], [0.1]) is None
+
+
+def test_population_shares_counts_sets_fractionally_and_ignores_deletions():
+    grid = Grid(nx=2, ny=2, min_x=0.0, max_x=1.0, min_y=0.0, max_y=1.0, km_lat=1.0, km_lon=1.0, hospitals=())
+    M = grid.M
+    truth = Traces(np.array([1, 2]), np.array([1, 2]), np.array([[0, 1], [1, 3]], dtype=np.int32))
+    assert population_shares(grid, truth).tolist() == [0.25, 0.5, 0.0, 0.25]
+    sets = SetTable.from_sets(M, [np.array([0, 1, 2, 3], dtype=np.int32)])  # set id M+1 = all four
+    events = np.array([[0, M], [M + 1, 3]], dtype=np.int32)  # region 0, deletion, {0,1,2,3}, region 3
+    anon = AnonymizedTraces(np.array([1, 2]), np.array([1, 2]), events, sets)
+    # counts: region 0: 1 + 1/4, regions 1, 2: 1/4, region 3: 1 + 1/4 -> total 3 (deletion ignored)
+    assert population_shares(grid, anon) == pytest.approx(np.array([1.25, 0.25, 0.25, 1.25]) / 3)
+    only_first = population_shares(grid, anon, np.array([True, False]))
+    assert only_first == pytest.approx(np.array([1.25, 0.25, 0.25, 0.25]) / 2)

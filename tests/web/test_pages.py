@@ -1,0 +1,353 @@
+"""The HTML pages through Django's test client: the no-JavaScript flows (forms post normally),
+permissions on pages, embargo, downloads and i18n. Jobs run inline (eager Celery, on commit).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import zipfile
+
+import numpy as np
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from contest.models import AnonymizedSet, Contest, Dataset, Job, Phase, PublicSet, Team
+from contest.services import judge, results, uploads
+from tests.web.conftest import anonymize_csv, move_phase, user
+
+pytestmark = pytest.mark.django_db
+
+
+def _ds(contest, team, challenge):
+    return Dataset.objects.get(round__contest=contest, number=team, challenge=challenge)
+
+
+def _html(response) -> str:
+    return response.content.decode()
+
+
+def _upload(client, contest, ds, content, name="anotraces.csv", **extra):
+    return client.post(f"/c/{contest.slug}/team/datasets/{ds.pk}/upload/",
+                       {"file": SimpleUploadedFile(name, content)}, **extra)
+
+
+@pytest.fixture
+def closed(generated, django_capture_on_commit_callbacks):
+    """The generated contest after every team uploaded both sets and the anonymization phase closed."""
+    contest = generated
+    algos = {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})}
+    with django_capture_on_commit_callbacks(execute=True):
+        for t in (1, 2, 3):
+            for ch in (1, 2):
+                ds = _ds(contest, t, ch)
+                name, params = algos[t]
+                uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds,
+                                              content=anonymize_csv(ds, name, seed=t, **params), name="a.csv")
+    rnd = contest.rounds.get()
+    move_phase(rnd, Phase.ANONYMIZATION, -3, -1)
+    move_phase(rnd, Phase.ATTACK, -1, 24)
+    with django_capture_on_commit_callbacks(execute=True):
+        judge.request_close(rnd)
+    assert PublicSet.objects.filter(dataset__round=rnd).exists()
+    return contest
+
+
+# ------------------------------------------------------------------ public pages and embargo
+def test_public_pages_render_and_results_are_embargoed(closed, client, client_for):
+    contest = closed
+    for url in ("/", f"/c/{contest.slug}/", f"/c/{contest.slug}/rules/"):
+        r = client.get(url)
+        assert r.status_code == 200, url
+        assert 'href="#main"' in _html(r)  # skip link
+    rules = _html(client.get(f"/c/{contest.slug}/rules/"))
+    assert "32 × 32" in rules and "s_U ≥ 0.7" in rules and "Asia/Tokyo" in rules
+    results.snapshot(contest)  # computed, not published
+    for page in ("leaderboard", "attack-matrix", "awards", "plots"):
+        r = client.get(f"/c/{contest.slug}/{page}/")
+        assert r.status_code == 200
+        assert "embargoed" in _html(r) and "data-sortable" not in _html(r), page
+    # a team member does not see the results either; the organizer sees a marked preview
+    assert "embargoed" in _html(client_for("alpha1").get(f"/c/{contest.slug}/leaderboard/"))
+    preview = _html(client_for("judge").get(f"/c/{contest.slug}/leaderboard/"))
+    assert "Preview:" in preview and "Alpha" in preview
+
+
+def test_published_results_show_leaderboard_matrix_awards_plots(closed, client):
+    contest = closed
+    snap = results.publish_results(contest)
+    board = _html(client.get(f"/c/{contest.slug}/leaderboard/"))
+    assert "Preview:" not in board and "Tie-break:" in board
+    for row in snap.data["team_rounds"]:
+        assert f"{row['overall']:.4f}" in board
+    assert board.count('data-sortable') == 3  # teams + one table per challenge
+    total = _html(client.get(f"/c/{contest.slug}/leaderboard/?round=total"))
+    assert "Weighted total" in total
+    matrix = _html(client.get(f"/c/{contest.slug}/attack-matrix/"))
+    assert 'data-chart="heatmap"' in matrix and "I2-VisitProb" in matrix and "T2-VisitProb" in matrix
+    spec = json.loads(re.search(r'<script id="chart-matrix-reidentification" type="application/json">(.*?)</script>',
+                                matrix, re.S).group(1))
+    assert len(spec["values"]) == len(spec["rows"]) and all(len(r) == len(spec["cols"]) for r in spec["values"])
+    awards = _html(client.get(f"/c/{contest.slug}/awards/"))
+    for a in snap.data["awards"]:
+        assert f"{a['value']:.4f}" in awards
+    plots = _html(client.get(f"/c/{contest.slug}/plots/"))
+    fig9 = json.loads(re.search(r'<script id="chart-fig9" type="application/json">(.*?)</script>', plots, re.S).group(1))
+    team_points = [p for p in fig9["points"] if "benchmark" not in p["group"]]
+    xs = [p["x"] for p in team_points]
+    ys = [p["y"] for p in team_points]
+    if len(xs) >= 2 and np.std(xs) > 0 and np.std(ys) > 0:
+        assert fig9["r"] == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]), abs=1e-12)
+
+
+# ------------------------------------------------------------------ no-JS upload flow and errors
+def test_upload_without_javascript_scores_and_shows_errors(generated, client_for, django_capture_on_commit_callbacks):
+    contest = generated
+    alpha = client_for("alpha1")
+    ds = _ds(contest, 1, 1)
+    dash = _html(alpha.get(f"/c/{contest.slug}/team/"))
+    assert "0 of 10 uploads used" in dash and 'enctype="multipart/form-data"' in dash
+    good = anonymize_csv(ds, "A2-MRLH", mu_x=1, mu_y=1, **{"lambda": 0.0})
+    with django_capture_on_commit_callbacks(execute=True):
+        r = _upload(alpha, contest, ds, good)
+    aset = AnonymizedSet.objects.get(dataset=ds, seq=1)
+    assert r.status_code == 302 and r["Location"] == f"/c/{contest.slug}/team/uploads/{aset.pk}/"
+    detail = _html(alpha.get(r["Location"]))
+    assert aset.status == AnonymizedSet.VALID or aset.status == AnonymizedSet.INVALID
+    assert f"{aset.s_u:.4f}" in detail and 'http-equiv="refresh"' not in detail  # finished: no refresh
+    lines = good.decode().splitlines()
+    lines[4] = "1 1"  # duplicate inside a generalized set, on file line 5
+    lines[7] = "abc"
+    with django_capture_on_commit_callbacks(execute=True):
+        r = _upload(alpha, contest, ds, ("\n".join(lines) + "\n").encode())
+    bad = AnonymizedSet.objects.get(dataset=ds, seq=2)
+    assert bad.status == AnonymizedSet.REJECTED
+    page = _html(alpha.get(r["Location"]))
+    assert "line 5" in page and "line 8" in page and "abc" in page
+    dash = _html(alpha.get(f"/c/{contest.slug}/team/"))
+    assert "1 of 10 uploads used" in dash  # the rejected upload does not count
+    # choose the final set by a plain form post
+    r = alpha.post(f"/c/{contest.slug}/team/uploads/{aset.pk}/select/")
+    assert r.status_code == 302
+    aset.refresh_from_db()
+    assert aset.selected
+    # the XHR variant answers JSON with a live-status fragment that polls
+    with django_capture_on_commit_callbacks(execute=False):
+        r = _upload(alpha, contest, ds, good, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    body = r.json()
+    assert r.status_code == 201 and body["ok"] and "data-poll-url" in body["html"]
+    assert "2 of 10 uploads used" in body["replace"][f"counter-ds-{ds.pk}"]
+    status = alpha.get(f"/c/{contest.slug}/team/uploads/{body['upload_id']}/status.json").json()
+    assert status["finished"] is False and status["status"] == "pending"
+
+
+def test_upload_refused_outside_the_phase_is_explained(generated, client_for):
+    contest = generated
+    move_phase(contest.rounds.get(), Phase.ANONYMIZATION, -5, -4)
+    alpha = client_for("alpha1")
+    ds = _ds(contest, 1, 1)
+    r = _upload(alpha, contest, ds, b"reg_id\n1\n", HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert r.status_code == 409 and "not open" in r.json()["message"]
+    r = _upload(alpha, contest, ds, b"reg_id\n1\n")
+    assert r.status_code == 302
+    assert "not open" in _html(alpha.get(r["Location"]))
+    assert not AnonymizedSet.objects.filter(dataset=ds).exists()
+
+
+# ------------------------------------------------------------------ permissions on pages
+def test_permissions_on_pages(closed, client, client_for):
+    contest = closed
+    ds1 = _ds(contest, 1, 1)
+    alpha, beta = client_for("alpha1"), client_for("beta1")
+    # anonymous: dashboards and downloads need a login
+    r = client.get(f"/c/{contest.slug}/team/")
+    assert r.status_code == 302 and "/login/" in r["Location"]
+    assert client.get(f"/files/{ds1.original_id}/").status_code == 403
+    # a team member reads its own original, never another team's
+    r = alpha.get(f"/files/{ds1.original_id}/")
+    assert r.status_code == 200 and b"".join(r.streaming_content).startswith(b"user_id,time_id,reg_id")
+    assert beta.get(f"/files/{ds1.original_id}/").status_code == 403
+    assert beta.get(f"/c/{contest.slug}/team/datasets/{ds1.pk}/map/").status_code == 403
+    aset = AnonymizedSet.objects.filter(dataset=ds1).first()
+    assert beta.get(f"/c/{contest.slug}/team/uploads/{aset.pk}/").status_code == 403
+    assert beta.get(f"/c/{contest.slug}/team/uploads/{aset.pk}/status.json").status_code == 403
+    assert beta.post(f"/c/{contest.slug}/team/uploads/{aset.pk}/select/").status_code == 403
+    assert beta.get(f"/files/{aset.file_id}/").status_code == 403
+    # ID tables stay secret to organizers
+    ps = PublicSet.objects.filter(dataset__round__contest=contest).first()
+    assert alpha.get(f"/files/{ps.ptable_id}/").status_code == 403
+    assert client_for("judge").get(f"/files/{ps.ptable_id}/").status_code == 200
+    # the console is for organizers
+    for url in ("/console/", f"/console/{contest.slug}/", f"/console/{contest.slug}/jobs/",
+                f"/console/{contest.slug}/export.zip"):
+        assert alpha.get(url).status_code == 403, url
+    assert alpha.post(f"/console/{contest.slug}/results/publish/").status_code == 403
+    assert contest.snapshots.filter(published=True).count() == 0
+
+
+def test_attack_material_zip_has_manifest_and_checksums(closed, client_for):
+    contest = closed
+    alpha = client_for("alpha1")
+    dash = _html(alpha.get(f"/c/{contest.slug}/team/"))
+    assert "Attack targets" in dash and "Download the attack material" in dash
+    r = alpha.get(f"/c/{contest.slug}/team/round/1/attack-material.zip")
+    assert r.status_code == 200
+    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    manifest = json.loads(zf.read("MANIFEST.json"))
+    sums = dict(reversed(line.split("  ")) for line in zf.read("SHA256SUMS").decode().splitlines())
+    public = PublicSet.objects.filter(dataset__round__contest=contest).count()
+    assert sum(1 for f in manifest["files"] if f["content"] == "pubtraces") == public
+    for f in manifest["files"]:
+        data = zf.read(f["name"])
+        assert hashlib.sha256(data).hexdigest() == f["sha256"] == sums[f["name"]] and len(data) == f["size"]
+    assert not any(n.startswith("orgtraces") or n.startswith("ptable") for n in zf.namelist())
+
+
+def test_team_uploads_an_attack_and_sees_its_score(closed, client_for, django_capture_on_commit_callbacks):
+    contest = closed
+    beta = client_for("beta1")
+    target = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=1, dataset__challenge=1)
+    m = contest.users_per_set
+    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, m + 1))).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        r = beta.post(f"/c/{contest.slug}/team/targets/{target.pk}/attack/",
+                      {"kind": "etable", "file": SimpleUploadedFile("etable.csv", etable)})
+    assert r.status_code == 302
+    dash = _html(beta.get(f"/c/{contest.slug}/team/"))
+    attack = target.attacks.get()
+    assert attack.status == "valid" and f"{attack.score:.4f}" in dash
+    # own set: no upload form, a note instead
+    own = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=2, dataset__challenge=1)
+    assert f'action="/c/{contest.slug}/team/targets/{own.pk}/attack/"' not in dash
+
+
+# ------------------------------------------------------------------ organizer console without JS
+def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capture_on_commit_callbacks):
+    from django.contrib.auth import get_user_model
+    get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
+    boss = client_for("boss")
+    form = {
+        "mode": "form", "c-name": "Form Cup", "c-slug": "form-cup", "c-description": "",
+        "c-users_per_set": 12, "c-slots_per_day": 20, "c-s_req": 0.7, "c-lambda_u": 2.0, "c-lambda_t": 2.0,
+        "c-utility_convention": "mean-distance", "c-hospital_weight": 10.0, "c-anonymized_upload_limit": 3,
+        "c-etable_limit": 2, "c-etraces_limit": 2, "c-time_zone": "Asia/Tokyo", "c-award_variant": "2019-v1.4", "c-tie_break": "earlier-final-submission",
+        "c-synthesizer": "city", "c-seed": 7,
+        "r-name": "Final", "r-weight": 1.0, "r-ref_days": 1, "r-org_days": 1,
+        "r-anonymization_opens": "2020-01-01T10:00", "r-anonymization_closes": "2099-01-01T10:00",
+        "r-attack_opens": "2099-01-02T10:00", "r-attack_closes": "2099-01-03T10:00",
+    }
+    r = boss.post("/console/", form)
+    assert r.status_code == 302 and r["Location"] == "/console/form-cup/"
+    contest = Contest.objects.get(slug="form-cup")
+    phase = Phase.objects.get(round__contest=contest, kind=Phase.ANONYMIZATION)
+    assert phase.opens_at.astimezone(contest.tz).hour == 10  # form times are in the contest's zone
+    assert contest.users_per_set == 12 and contest.organizers.filter(username="boss").exists()
+    for name in ("Red", "Blue"):
+        assert boss.post(f"/console/{contest.slug}/teams/add/", {"name": name}).status_code == 302
+    red = Team.objects.get(contest=contest, name="Red")
+    boss.post(f"/console/{contest.slug}/teams/{red.pk}/approve/", {"approved": "0"})
+    red.refresh_from_db()
+    assert not red.approved
+    boss.post(f"/console/{contest.slug}/teams/{red.pk}/approve/", {"approved": "1"})
+    rnd = contest.rounds.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        r = boss.post(f"/console/{contest.slug}/rounds/{rnd.pk}/generate/")
+    job = Job.objects.get(contest=contest, kind="generate_round")
+    assert r["Location"] == f"/console/{contest.slug}/jobs/{job.pk}/"
+    assert job.status == Job.SUCCEEDED and Dataset.objects.filter(round=rnd).count() == (2 + 3) * 2
+    page = _html(boss.get(r["Location"]))
+    assert "succeeded" in page and 'http-equiv="refresh"' not in page
+    status = boss.get(f"/console/{contest.slug}/jobs/{job.pk}/status.json").json()
+    assert status["finished"] and status["progress"] == 1.0
+    # publish and unpublish
+    with django_capture_on_commit_callbacks(execute=True):
+        boss.post(f"/console/{contest.slug}/results/publish/")
+    contest.refresh_from_db()
+    assert contest.results_published_at is not None
+    boss.post(f"/console/{contest.slug}/results/unpublish/")
+    contest.refresh_from_db()
+    assert contest.results_published_at is None and not contest.snapshots.filter(published=True).exists()
+    r = boss.get(f"/console/{contest.slug}/export.zip")
+    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    manifest = json.loads(zf.read("MANIFEST.json"))
+    assert len(manifest["files"]) == Dataset.objects.filter(round=rnd).count() * 2 + 2
+
+
+def test_console_retries_a_failed_job(generated, client_for, django_capture_on_commit_callbacks):
+    contest = generated
+    failed = Job.objects.create(kind="compute_results", contest=contest, args={"contest_id": contest.pk},
+                                status=Job.FAILED, message="failed: boom", error="Traceback: boom")
+    judge_client = client_for("judge")
+    jobs_page = _html(judge_client.get(f"/console/{contest.slug}/jobs/?status=failed"))
+    assert "boom" in jobs_page and "Retry" in jobs_page
+    with django_capture_on_commit_callbacks(execute=True):
+        r = judge_client.post(f"/console/{contest.slug}/jobs/{failed.pk}/retry/")
+    new = Job.objects.exclude(pk=failed.pk).get(contest=contest, kind="compute_results")
+    assert r["Location"] == f"/console/{contest.slug}/jobs/{new.pk}/" and new.status == Job.SUCCEEDED
+    failed.refresh_from_db()
+    assert failed.status == Job.FAILED  # the failed row stays as it was
+
+
+# ------------------------------------------------------------------ accounts
+def test_sign_up_join_team_and_token(generated, client):
+    contest = generated
+    r = client.post("/signup/", {"username": "newbie", "email": "", "password1": "Tr4ce-Cup-pass!",
+                                 "password2": "Tr4ce-Cup-pass!"})
+    assert r.status_code == 302 and r["Location"] == "/join/"
+    r = client.post("/join/", {"invitation_code": "nope"})
+    assert "No team has this invitation code" in _html(r)
+    team = Team.objects.get(contest=contest, number=2)
+    r = client.post("/join/", {"invitation_code": team.invitation_code})
+    assert r.status_code == 302 and r["Location"] == f"/c/{contest.slug}/team/"
+    assert "Team 002 Beta" in _html(client.get(r["Location"]))
+    other = Team.objects.get(contest=contest, number=3)
+    assert "already in another team" in _html(client.post("/join/", {"invitation_code": other.invitation_code}))
+    token_page = _html(client.get("/token/"))
+    from rest_framework.authtoken.models import Token
+    key = Token.objects.get(user__username="newbie").key
+    assert key in token_page
+    client.post("/token/")
+    assert Token.objects.get(user__username="newbie").key != key
+    r = client.post("/logout/")
+    assert r.status_code == 302
+    assert client.get(f"/c/{contest.slug}/team/").status_code == 302
+
+
+def test_login_page_logs_in(generated, client):
+    r = client.post("/login/", {"username": "alpha1", "password": "pw", "next": "/c/tc/team/"})
+    assert r.status_code == 302 and r["Location"] == "/c/tc/team/"
+
+
+# ------------------------------------------------------------------ i18n
+def test_english_by_default_and_japanese_on_request(generated, client):
+    contest = generated
+    page = _html(client.get(f"/c/{contest.slug}/rules/"))
+    assert '<html lang="en">' in page and "File formats" in page
+    ja = _html(client.get(f"/c/{contest.slug}/rules/", HTTP_ACCEPT_LANGUAGE="ja,en;q=0.5"))
+    assert '<html lang="ja">' in ja and "ファイル形式" in ja and "リーダーボード" in ja
+    # the switcher in the header sets the cookie (a plain form post)
+    r = client.post("/i18n/setlang/", {"language": "ja", "next": f"/c/{contest.slug}/"})
+    assert r.status_code == 302
+    page = _html(client.get(f"/c/{contest.slug}/"))
+    assert "日程" in page and "本文へスキップ" in page
+    strings = json.loads(re.search(r'<script id="tc-i18n" type="application/json">(.*?)</script>', page, re.S).group(1))
+    assert strings["deadline_passed"] == "締切を過ぎました"
+    client.post("/i18n/setlang/", {"language": "en", "next": "/"})
+    assert "Timeline" in _html(client.get(f"/c/{contest.slug}/"))
+
+
+def test_every_japanese_message_is_translated():
+    """The committed catalog is complete and compiled (CI does not run msgfmt)."""
+    import gettext
+    from pathlib import Path
+
+    import contest.web
+    base = Path(contest.web.__file__).parent / "locale" / "ja" / "LC_MESSAGES"
+    po = (base / "django.po").read_text(encoding="utf-8")
+    blocks = [b for b in po.split("\n\n") if "msgid" in b and 'msgid ""\nmsgstr ""\n"' not in b]
+    untranslated = [b for b in blocks if re.search(r'^msgstr(\[0\])? ""$', b, re.M) and "#, fuzzy" not in b]
+    assert not untranslated, untranslated[:3]
+    mo = gettext.GNUTranslations((base / "django.mo").open("rb"))
+    assert mo.gettext("Leaderboard") == "リーダーボード"
+    assert len(mo._catalog) >= len(blocks)
