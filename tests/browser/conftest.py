@@ -42,14 +42,23 @@ def chromium_path() -> str:
 def browser(chromium_path):
     # Playwright's sync API runs an event loop in this thread; Django's ORM calls made by the
     # test itself (fixtures, checks) are still plain synchronous calls.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    # Set only while the browser runs: subprocesses started by later tests (check --deploy)
+    # must not inherit it.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium_path, headless=True,
-                               args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                     "--no-first-run", "--disable-dev-shm-usage"])
-        yield b
-        b.close()
+    try:
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=chromium_path, headless=True,
+                                   args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                         "--no-first-run", "--disable-dev-shm-usage"])
+            yield b
+            b.close()
+    finally:
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture
@@ -82,11 +91,12 @@ def celery_worker_process(celery_worker):
 
 def _reset_pools(app) -> None:
     """Drop Celery's cached broker connections so the next send uses the current broker settings."""
-    if getattr(app, "_pool", None) is not None:
-        app._pool.force_close_all()
-        app._pool = None
-    if getattr(app.amqp, "_producer_pool", None) is not None:
-        app.amqp._producer_pool = None
+    # app._pool is the entry of kombu's global pool registry: closing it without resetting
+    # the registry would leave a closed pool behind ("Acquire on closed pool").
+    from kombu import pools
+    app.amqp._producer_pool = None
+    app._pool = None
+    pools.reset()
 
 
 def wait_for_jobs(contest, timeout=180.0, kinds=None):

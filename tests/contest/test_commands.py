@@ -75,7 +75,7 @@ def test_export_import_round_trip_byte_for_byte(generated, tmp_path):
 
 
 def _run(args, env_extra, timeout=120):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL",)}
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     env.update(env_extra)
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=timeout)
