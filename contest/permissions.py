@@ -205,6 +205,24 @@ def can_upload_attack(user, attacker: Team, target: PublicSet) -> Decision:
     return ALLOW
 
 
+def can_create_contest(user) -> Decision:
+    """Staff, superusers and anyone who already organizes a contest may create one."""
+    if not _authenticated(user):
+        return deny("log in first")
+    if user.is_staff or user.is_superuser or Contest.objects.filter(organizers=user).exists():
+        return ALLOW
+    return deny("only staff and contest organizers may create contests")
+
+
+def can_retry_job(user, job) -> Decision:
+    """The contest's organizers re-run its failed jobs; a job of no contest is for superusers."""
+    if job.contest_id is not None:
+        return can_manage_contest(user, job.contest)
+    if _authenticated(user) and user.is_superuser:
+        return ALLOW
+    return deny("organizers only")
+
+
 def can_manage_contest(user, contest: Contest) -> Decision:
     if is_organizer(user, contest):
         return ALLOW

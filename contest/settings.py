@@ -162,15 +162,31 @@ SPECTACULAR_SETTINGS = {
 # ----- Celery -------------------------------------------------------------------
 BROKER_DIR = Path(os.environ.get("TRACECUP_BROKER_DIR", VAR_DIR / "broker"))
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
-if CELERY_BROKER_URL.startswith("filesystem"):
-    for sub in ("queue", "processed"):
-        (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(BROKER_DIR / "queue"),
-        "data_folder_out": str(BROKER_DIR / "queue"),
-        "processed_folder": str(BROKER_DIR / "processed"),
+
+
+def filesystem_broker_options(folder: Path) -> dict:
+    """Options of kombu's filesystem transport keeping all its files under ``folder``.
+
+    Messages go to ``queue/``, processed ones to ``processed/`` (not kept) and
+    the exchange-queue bindings to ``control/`` (kombu's default is a
+    ``control`` folder in the current directory, outside the var dir).
+    Creates the folders.
+    """
+    folder = Path(folder)
+    options = {
+        "data_folder_in": str(folder / "queue"),
+        "data_folder_out": str(folder / "queue"),
+        "processed_folder": str(folder / "processed"),
+        "control_folder": str(folder / "control"),
         "store_processed": False,
     }
+    for sub in ("queue", "processed", "control"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    return options
+
+
+if CELERY_BROKER_URL.startswith("filesystem"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(BROKER_DIR)
     # The filesystem transport has no broadcast replies worth waiting for.
     CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 else:

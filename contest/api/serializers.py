@@ -141,6 +141,19 @@ class AwardSerializer(serializers.ModelSerializer):
         fields = ["award", "title", "team_number", "team_name", "value"]
 
 
+class RoundCreateSerializer(serializers.Serializer):
+    """A new round: name, weight, day counts and both phase windows (ISO 8601 with offset)."""
+
+    name = serializers.CharField(max_length=100)
+    weight = serializers.FloatField(min_value=0.0, default=1.0)
+    ref_days = serializers.IntegerField(min_value=1, default=20)
+    org_days = serializers.IntegerField(min_value=1, default=20)
+    anonymization_opens = serializers.DateTimeField()
+    anonymization_closes = serializers.DateTimeField()
+    attack_opens = serializers.DateTimeField()
+    attack_closes = serializers.DateTimeField()
+
+
 class UploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV")
 

@@ -14,13 +14,14 @@ from rest_framework.views import APIView
 
 from contest import permissions, selectors
 from contest.api import serializers as S
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, Round, StoredFile
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
 from contest.services import results as results_service
 from contest.services import setup as setup_service
 from contest.services import storage, uploads
+from contest.services import teams as teams_service
 from contest.services.generation import request_generation
-from contest.services.jobs import create_job
-from contest.services.judge import request_close
+from contest.services.jobs import retry as retry_job
+from contest.services.judge import close_phase_now
 
 
 def _require(decision, user):
@@ -58,9 +59,8 @@ class ContestList(APIView):
     @extend_schema(request={"application/json": {"type": "object", "properties": {"yaml": {"type": "string"}}}},
                    responses={201: S.ContestSerializer})
     def post(self, request):
-        """Organizers (superusers): create a contest from the YAML setup format (field ``yaml``)."""
-        if not (request.user.is_authenticated and request.user.is_superuser):
-            raise PermissionDenied("only site administrators create contests")
+        """Staff and organizers: create a contest from the YAML setup format (field ``yaml``)."""
+        _require(permissions.can_create_contest(request.user), request.user)
         text = request.data.get("yaml")
         if not text and "file" in request.FILES:
             text = request.FILES["file"].read().decode("utf-8")
@@ -322,17 +322,87 @@ class RoundClose(_OrganizerCommand):
         """Close the anonymization phase now: freeze, pseudonymize, run the judge attacks."""
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
         _require(permissions.can_manage_contest(request.user, rnd.contest), request.user)
-        from django.utils import timezone
+        phase = Phase.objects.filter(round=rnd, kind=Phase.ANONYMIZATION).select_related("round__contest").first()
+        if phase is None:
+            raise ValidationError({"round": ["this round has no anonymization phase"]})
+        return self._job_response(close_phase_now(phase, user=request.user))
 
-        from contest.models import Phase
-        with transaction.atomic():
-            phase = Phase.objects.select_for_update().filter(round=rnd, kind=Phase.ANONYMIZATION).first()
-            if phase is None:
-                raise ValidationError({"round": ["this round has no anonymization phase"]})
-            if phase.closes_at > timezone.now():  # closing early moves the deadline to now
-                Phase.objects.filter(pk=phase.pk).update(closes_at=timezone.now())
-            job = request_close(rnd, user=request.user)
-        return self._job_response(job)
+
+class PhaseClose(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, pk):
+        """Close a phase now. Anonymization: freeze, pseudonymize, judge attacks; attack: recompute the results."""
+        phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
+        _require(permissions.can_manage_contest(request.user, phase.round.contest), request.user)
+        return self._job_response(close_phase_now(phase, user=request.user))
+
+
+class RoundAdd(_OrganizerCommand):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=S.RoundCreateSerializer, responses={201: S.RoundSerializer})
+    def post(self, request, slug):
+        """Add a round (the next number) with its anonymization and attack phase windows."""
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        form = S.RoundCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        d = form.validated_data
+        try:
+            rnd = setup_service.add_round(
+                contest, name=d["name"], weight=d["weight"], ref_days=d["ref_days"], org_days=d["org_days"],
+                actor=request.user, phases={kind: (d[f"{kind}_opens"], d[f"{kind}_closes"])
+                                            for kind in (Phase.ANONYMIZATION, Phase.ATTACK)})
+        except setup_service.SetupError as exc:
+            raise ValidationError({"phases": [str(exc)]}) from None
+        return Response(S.RoundSerializer(rnd).data, status=status.HTTP_201_CREATED)
+
+
+class TeamAdd(_OrganizerCommand):
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(request={"application/json": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                   responses={201: S.TeamSerializer})
+    def post(self, request, slug):
+        """Add a team (the next team number); its members join with its invitation code."""
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        try:
+            team = teams_service.add_team(contest, str(request.data.get("name", "")), actor=request.user)
+        except teams_service.TeamError as exc:
+            raise ValidationError({"name": [str(exc)]}) from None
+        return Response(S.TeamSerializer(team).data, status=status.HTTP_201_CREATED)
+
+
+class TeamApprove(_OrganizerCommand):
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(request={"application/json": {"type": "object", "properties": {"approved": {"type": "boolean"}}}},
+                   responses={200: S.TeamSerializer})
+    def post(self, request, pk):
+        """Approve a team (``approved``: true, the default) or withdraw the approval (false)."""
+        team = get_object_or_404(Team.objects.select_related("contest"), pk=pk)
+        _require(permissions.can_manage_contest(request.user, team.contest), request.user)
+        approved = request.data.get("approved", True)
+        if isinstance(approved, str):
+            approved = approved.strip().lower() not in ("0", "false", "no", "off")
+        teams_service.approve_team(team, bool(approved), actor=request.user)
+        return Response(S.TeamSerializer(team).data)
+
+
+class TeamJoin(APIView):
+    permission_classes = [IsAuthenticated]
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(request={"application/json": {"type": "object", "properties": {"invitation_code": {"type": "string"}}}},
+                   responses={200: S.TeamSerializer})
+    def post(self, request):
+        """Join the team whose invitation code is ``invitation_code``."""
+        try:
+            team, _created = teams_service.join_team(request.user, str(request.data.get("invitation_code", "")))
+        except teams_service.TeamError as exc:
+            raise ValidationError({"invitation_code": [str(exc)]}) from None
+        return Response(S.TeamSerializer(team).data)
 
 
 class ContestRescore(_OrganizerCommand):
@@ -340,9 +410,7 @@ class ContestRescore(_OrganizerCommand):
     def post(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         _require(permissions.can_manage_contest(request.user, contest), request.user)
-        with transaction.atomic():
-            job = create_job("rescore", contest=contest, user=request.user, contest_id=contest.pk)
-        return self._job_response(job)
+        return self._job_response(results_service.request_rescore(contest, user=request.user))
 
 
 class ContestPublish(_OrganizerCommand):
@@ -351,10 +419,30 @@ class ContestPublish(_OrganizerCommand):
         """Compute the results from the score rows, snapshot them with the awards, and publish."""
         contest = get_object_or_404(Contest, slug=slug)
         _require(permissions.can_manage_contest(request.user, contest), request.user)
-        with transaction.atomic():
-            job = create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk,
-                             publish=True)
-        return self._job_response(job)
+        return self._job_response(results_service.request_results(contest, user=request.user, publish=True))
+
+
+class ContestUnpublish(_OrganizerCommand):
+    @extend_schema(request=None, responses={204: None})
+    def post(self, request, slug):
+        """Embargo the published results again (the snapshots are kept)."""
+        contest = get_object_or_404(Contest, slug=slug)
+        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        results_service.unpublish_results(contest, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class JobRetry(_OrganizerCommand):
+    @extend_schema(request=None, responses={202: S.JobSerializer})
+    def post(self, request, pk):
+        """Re-run a failed job as a new job (the failed one is kept)."""
+        job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
+        _require(permissions.can_retry_job(request.user, job), request.user)
+        try:
+            new = retry_job(job, user=request.user)
+        except ValueError as exc:
+            raise ValidationError({"job": [str(exc)]}) from None
+        return self._job_response(new)
 
 
 class ContestSnapshot(_OrganizerCommand):
@@ -363,6 +451,4 @@ class ContestSnapshot(_OrganizerCommand):
         """Compute and store the results (still embargoed)."""
         contest = get_object_or_404(Contest, slug=slug)
         _require(permissions.can_manage_contest(request.user, contest), request.user)
-        with transaction.atomic():
-            job = create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
-        return self._job_response(job)
+        return self._job_response(results_service.request_results(contest, user=request.user))

@@ -54,6 +54,17 @@ def create_job(kind: str, *, contest=None, user=None, dispatch: bool = True, **a
     return job
 
 
+def retry(job: Job, *, user=None) -> Job:
+    """Re-run a failed job as a new job row with the same arguments; the failed row stays as it was."""
+    from contest.services import audit
+    if job.status != Job.FAILED:
+        raise ValueError(f"only a failed job can be retried (job {job.pk} is {job.status})")
+    with transaction.atomic():
+        new = create_job(job.kind, contest=job.contest, user=user, **job.args)
+        audit.record("retry_job", contest=job.contest, actor=user, obj=new, retry_of=job.pk, kind=job.kind)
+    return new
+
+
 def send(job: Job) -> None:
     """Queue ``job`` on Celery after the current transaction commits (so the worker sees the row)."""
     from contest.tasks import run_job

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, JudgeAttackResult, Phase, PublicSet, Round, Score
-from contest.services import audit, data, jobs, storage
+from contest.services import audit, data, jobs, results, storage
 
 
 def final_choice(dataset: Dataset) -> AnonymizedSet | None:
@@ -129,12 +129,15 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
         return []
     reference = data.traces(ds.reference, grid)
     pub = data.pubtraces(ps.pubtraces, grid)
-    results = []
+    axis = ds.round.time_axis()
+    done = []
     for i, name in enumerate(names):
         jobs.progress(job, i / len(names), f"{name} on {ds.label}")
         algorithm = get(name)
         seed = attack_seed(contest.seed, ps, name)
-        out = algorithm.run(grid, reference, pub, seed=seed)
+        # The slot-of-day attacks (I3/T3's 8:00-8:59) follow this contest's clock, not 2019's.
+        params = algorithm.resolve(algorithm.axis_params(axis))
+        out = algorithm.run(grid, reference, pub, seed=seed, **params)
         stem = f"{name}-{ds.label}_{ds.round.number:03d}"
         if algorithm.kind == "reidentification":
             _, true_users = data.ptable(ps.ptable)
@@ -151,13 +154,13 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
             with transaction.atomic():
                 stored = storage.store_bytes(content, fname)
                 result = JudgeAttackResult.objects.create(public_set=ps, algorithm=name, kind=algorithm.kind,
-                                                          params=algorithm.defaults(), seed=seed, output=stored,
+                                                          params=params, seed=seed, output=stored,
                                                           score=value)
                 Score.objects.create(dataset=ds, metric=metric, value=value, judge_attack=result)
-            results.append(result)
+            done.append(result)
         except IntegrityError:
             pass  # a concurrent duplicate run stored it first
-    return results
+    return done
 
 
 def judge_attacks_job(job, public_set_id: int) -> str:
@@ -169,6 +172,27 @@ def judge_attacks_job(job, public_set_id: int) -> str:
 def request_close(round_: Round, *, user=None):
     """Queue the close of the round's anonymization phase (organizer command or deadline)."""
     return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)
+
+
+def close_phase_now(phase: Phase, *, user=None):
+    """The organizer closes ``phase`` early; returns the job doing the follow-up work.
+
+    The deadline moves to now, so no upload is accepted after the command. An
+    anonymization phase is then closed by the judge (freeze, pseudonymize,
+    judge attacks: :func:`close_anonymization_job`); an attack phase is closed
+    at once and the results are recomputed (still embargoed until published).
+    """
+    now = timezone.now()
+    contest = phase.round.contest
+    with transaction.atomic():
+        Phase.objects.select_for_update().get(pk=phase.pk)
+        if phase.kind == Phase.ANONYMIZATION:
+            Phase.objects.filter(pk=phase.pk, closes_at__gt=now).update(closes_at=now)
+            return request_close(phase.round, user=user)
+        Phase.objects.filter(pk=phase.pk).update(closes_at=min(phase.closes_at, now), closed_at=now)
+        audit.record("close_phase", contest=contest, actor=user, obj=phase, round=phase.round.number,
+                     kind=phase.kind)
+        return results.request_results(contest, user=user)
 
 
 def close_due_phases(now=None) -> int:

@@ -135,6 +135,30 @@ def publish_results(contest: Contest, *, user=None) -> ResultsSnapshot:
     return snap
 
 
+def request_results(contest: Contest, *, user=None, publish: bool = False):
+    """Queue computing the results snapshot from the score rows (and publishing it); returns the job."""
+    with transaction.atomic():
+        if publish:
+            return jobs.create_job("compute_results", contest=contest, user=user, contest_id=contest.pk, publish=True)
+        return jobs.create_job("compute_results", contest=contest, user=user, contest_id=contest.pk)
+
+
+def request_rescore(contest: Contest, *, user=None):
+    """Queue re-scoring every upload and judge attack of the contest; returns the job."""
+    with transaction.atomic():
+        return jobs.create_job("rescore", contest=contest, user=user, contest_id=contest.pk)
+
+
+def unpublish_results(contest: Contest, *, user=None) -> int:
+    """Embargo the results again (the snapshots are kept); returns how many were published."""
+    with transaction.atomic():
+        n = ResultsSnapshot.objects.filter(contest=contest, published=True).update(published=False)
+        Contest.objects.filter(pk=contest.pk).update(results_published_at=None)
+        audit.record("unpublish_results", contest=contest, actor=user, obj=contest, snapshots=n)
+    contest.results_published_at = None
+    return n
+
+
 def published_snapshot(contest: Contest) -> ResultsSnapshot | None:
     return ResultsSnapshot.objects.filter(contest=contest, published=True).order_by("-published_at", "-id").first()
 

@@ -142,17 +142,11 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     if not rounds:
         raise SetupError("rounds: at least one round is required")
     for i, r in enumerate(rounds):
-        where = f"rounds[{i}]"
-        rnd = Round.objects.create(contest=contest, number=int(r.get("number", i + 1)),
-                                   name=r.get("name") or f"Round {i + 1}", weight=float(r.get("weight", 1.0)),
-                                   ref_days=int(r.get("ref_days", 20)), org_days=int(r.get("org_days", 20)))
-        for kind, window in (r.get("phases") or {}).items():
-            if kind not in (Phase.ANONYMIZATION, Phase.ATTACK):
-                raise SetupError(f"{where}.phases: unknown phase {kind!r} (anonymization or attack)")
-            opens, closes = parse_time(window["opens"], tz, now), parse_time(window["closes"], tz, now)
-            if closes <= opens:
-                raise SetupError(f"{where}.phases.{kind}: closes must be after opens")
-            Phase.objects.create(round=rnd, kind=kind, opens_at=opens, closes_at=closes)
+        phases = {kind: (parse_time(w["opens"], tz, now), parse_time(w["closes"], tz, now))
+                  for kind, w in (r.get("phases") or {}).items()}
+        _create_round(contest, number=int(r.get("number", i + 1)), name=r.get("name") or f"Round {i + 1}",
+                      weight=float(r.get("weight", 1.0)), ref_days=int(r.get("ref_days", 20)),
+                      org_days=int(r.get("org_days", 20)), phases=phases, where=f"rounds[{i}]")
     for i, t in enumerate(spec.get("teams") or []):
         team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
         for entry in t.get("members") or []:
@@ -160,6 +154,31 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
                                       role=entry.get("role", Membership.MEMBER))
     audit.record("create_contest", contest=contest, actor=actor, obj=contest, slug=contest.slug)
     return contest
+
+
+def _create_round(contest, *, number, name, weight, ref_days, org_days, phases, where) -> Round:
+    """A round and its phases ``{kind: (opens, closes)}`` (aware datetimes); ``where`` names it in errors."""
+    for kind, (opens, closes) in phases.items():
+        if kind not in (Phase.ANONYMIZATION, Phase.ATTACK):
+            raise SetupError(f"{where}.phases: unknown phase {kind!r} (anonymization or attack)")
+        if closes <= opens:
+            raise SetupError(f"{where}.phases.{kind}: closes must be after opens")
+    rnd = Round.objects.create(contest=contest, number=number, name=name, weight=weight, ref_days=ref_days,
+                               org_days=org_days)
+    for kind, (opens, closes) in phases.items():
+        Phase.objects.create(round=rnd, kind=kind, opens_at=opens, closes_at=closes)
+    return rnd
+
+
+def add_round(contest, *, name: str, weight: float, ref_days: int, org_days: int, phases: dict,
+              actor=None) -> Round:
+    """Append a round (the next number) with its phase windows ``{kind: (opens, closes)}``."""
+    with transaction.atomic():
+        number = (contest.rounds.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        rnd = _create_round(contest, number=number, name=name, weight=float(weight), ref_days=int(ref_days),
+                            org_days=int(org_days), phases=phases, where=f"round {number}")
+        audit.record("add_round", contest=contest, actor=actor, obj=rnd, round=number, name=rnd.name)
+    return rnd
 
 
 def create_contest_from_yaml(text: str, *, actor=None, now=None) -> Contest:

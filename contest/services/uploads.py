@@ -77,6 +77,21 @@ def _check_size(contest, content: bytes, name: str) -> None:
         pass  # stored and rejected with its error by the validation job
 
 
+def counts_towards_limit(upload) -> bool:
+    """Whether an :class:`AnonymizedSet` or :class:`Attack` counts towards its upload limit (not rejected)."""
+    return upload.status != AnonymizedSet.REJECTED  # the same status name on both models
+
+
+def counted_anonymized_sets(dataset: Dataset) -> int:
+    """How many of ``dataset``'s anonymized-set uploads count towards the upload limit."""
+    return AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
+
+
+def counted_attacks(attacker: Team, target: PublicSet, kind: str) -> int:
+    """How many of ``attacker``'s ``kind`` uploads against ``target`` count towards the 2-per-target limit."""
+    return Attack.objects.filter(attacker=attacker, target=target, kind=kind).exclude(status=Attack.REJECTED).count()
+
+
 # ----- anonymized sets -------------------------------------------------------------
 def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, now=None) -> AnonymizedSet:
     """Store an anotraces upload and queue its validation and utility scoring."""
@@ -88,8 +103,7 @@ def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, 
     _check_size(contest, content, name)
     with transaction.atomic():
         Dataset.objects.select_for_update().get(pk=dataset.pk)  # serializes concurrent uploads
-        counted = AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
-        if counted >= contest.anonymized_upload_limit:
+        if counted_anonymized_sets(dataset) >= contest.anonymized_upload_limit:
             raise LimitReached(f"the limit of {contest.anonymized_upload_limit} anonymized sets for "
                                f"{dataset.label} in {dataset.round.name} is reached")
         seq = (AnonymizedSet.objects.filter(dataset=dataset).aggregate(n=Max("seq"))["n"] or 0) + 1
@@ -189,9 +203,7 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
     limit = contest.etable_limit if kind == Attack.ETABLE else contest.etraces_limit
     with transaction.atomic():
         PublicSet.objects.select_for_update().get(pk=target.pk)
-        counted = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
-                   .exclude(status=Attack.REJECTED).count())
-        if counted >= limit:
+        if counted_attacks(attacker, target, kind) >= limit:
             raise LimitReached(f"the limit of {limit} {kind} uploads against {target.dataset.label} is reached")
         seq = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
                .aggregate(n=Max("seq"))["n"] or 0) + 1

@@ -1,12 +1,9 @@
 """Organizer console: create contests (form or YAML), rounds and phases, teams, generation, phase close,
 jobs (status, progress, errors, retry), re-score, publish / unpublish, download everything.
 
-Operations call the core's services (``contest.services.*``). A few organizer
-actions have no core service yet; they are thin functions here over the
-models, each writing the audit log, and are listed in the issue note:
-approving a team, adding a round with its phases, closing an attack phase
-early, unpublishing, and retrying a failed job (a new job row with the same
-arguments; the failed row stays as it was).
+Every operation is a core service (``contest.services.*``, which writes the
+audit log) and every permission a ``contest.permissions`` decision; the views
+only read forms and show messages.
 """
 from __future__ import annotations
 
@@ -27,18 +24,14 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from contest import permissions
 from contest.models import (AnonymizedSet, Attack, AuditLog, Contest, Dataset, Job, JudgeAttackResult, Phase,
-                            PublicSet, ResultsSnapshot, Round, StoredFile, Team)
-from contest.services import audit, jobs, storage
+                            PublicSet, Round, StoredFile, Team)
+from contest.services import audit, jobs, judge, results, setup, storage, teams
 
 from . import access
 from .common import contest_state, get_contest, page
 from .forms import ContestForm, ContestYamlForm, RoundForm, TeamForm
-
-
-def _may_create_contests(user) -> bool:
-    """Staff, superusers and anyone who already organizes a contest may create one."""
-    return user.is_authenticated and (user.is_staff or user.is_superuser or access.is_any_organizer(user))
 
 
 def _organizer_contest(request, slug) -> Contest:
@@ -50,7 +43,7 @@ def _organizer_contest(request, slug) -> Contest:
 # ---------------------------------------------------------------- list and create
 @login_required
 def console_home(request):
-    if not _may_create_contests(request.user):
+    if not permissions.can_create_contest(request.user):
         raise PermissionDenied(_("The organizer console is for organizers."))
     contests = [c for c in Contest.objects.order_by("-created_at") if access.is_organizer(request.user, c)]
     rows = [{"contest": c, "state": contest_state(c)} for c in contests]
@@ -162,14 +155,14 @@ def add_round(request, slug):
                 messages.error(request, f"{form.fields[field].label if field in form.fields else ''} {e}".strip())
         return _back(slug, "#rounds")
     d = form.cleaned_data
-    with transaction.atomic():
-        number = (contest.rounds.order_by("-number").values_list("number", flat=True).first() or 0) + 1
-        rnd = Round.objects.create(contest=contest, number=number, name=d["name"], weight=d["weight"],
-                                   ref_days=d["ref_days"], org_days=d["org_days"])
-        Phase.objects.create(round=rnd, kind=Phase.ANONYMIZATION, opens_at=d["anonymization_opens"],
-                             closes_at=d["anonymization_closes"])
-        Phase.objects.create(round=rnd, kind=Phase.ATTACK, opens_at=d["attack_opens"], closes_at=d["attack_closes"])
-        audit.record("add_round", contest=contest, actor=request.user, obj=rnd, round=number, name=rnd.name)
+    try:
+        rnd = setup.add_round(contest, name=d["name"], weight=d["weight"], ref_days=d["ref_days"],
+                              org_days=d["org_days"], actor=request.user,
+                              phases={Phase.ANONYMIZATION: (d["anonymization_opens"], d["anonymization_closes"]),
+                                      Phase.ATTACK: (d["attack_opens"], d["attack_closes"])})
+    except setup.SetupError as exc:
+        messages.error(request, str(exc))
+        return _back(slug, "#rounds")
     messages.success(request, _("Round %(name)s added.") % {"name": rnd.name})
     return _back(slug, "#rounds")
 
@@ -181,13 +174,14 @@ def add_team(request, slug):
     form = TeamForm(request.POST)
     if form.is_valid():
         name = form.cleaned_data["name"].strip()
-        with transaction.atomic():
-            if contest.teams.filter(name=name).exists():
-                messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
-                return _back(slug, "#teams")
-            number = (contest.teams.order_by("-number").values_list("number", flat=True).first() or 0) + 1
-            team = Team.objects.create(contest=contest, number=number, name=name, approved=True)
-            audit.record("add_team", contest=contest, actor=request.user, obj=team, number=number, name=name)
+        if contest.teams.filter(name=name).exists():
+            messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
+            return _back(slug, "#teams")
+        try:
+            team = teams.add_team(contest, name, actor=request.user)
+        except teams.TeamError as exc:
+            messages.error(request, str(exc))
+            return _back(slug, "#teams")
         messages.success(request, _("Team %(name)s added; its invitation code is %(code)s.")
                          % {"name": team.name, "code": team.invitation_code})
     return _back(slug, "#teams")
@@ -199,9 +193,7 @@ def approve_team(request, slug, team_id):
     contest = _organizer_contest(request, slug)
     team = get_object_or_404(Team, pk=team_id, contest=contest)
     approve = request.POST.get("approved", "1") == "1"
-    Team.objects.filter(pk=team.pk).update(approved=approve)
-    audit.record("approve_team" if approve else "unapprove_team", contest=contest, actor=request.user, obj=team,
-                 number=team.number)
+    teams.approve_team(team, approve, actor=request.user)
     messages.success(request, (_("Team %(name)s approved.") if approve else _("Approval of team %(name)s withdrawn."))
                      % {"name": team.name})
     return _back(slug, "#teams")
@@ -224,22 +216,11 @@ def generate(request, slug, round_id):
 def close_phase(request, slug, phase_id):
     contest = _organizer_contest(request, slug)
     phase = get_object_or_404(Phase.objects.select_related("round"), pk=phase_id, round__contest=contest)
+    job = judge.close_phase_now(phase, user=request.user)
     if phase.kind == Phase.ANONYMIZATION:
-        from contest.services.judge import request_close
-        now = timezone.now()
-        with transaction.atomic():
-            if phase.closes_at > now:
-                Phase.objects.filter(pk=phase.pk).update(closes_at=now)  # no upload after the command
-            job = request_close(phase.round, user=request.user)
         messages.success(request, _("Closing the anonymization phase of %(round)s: freezing, pseudonymizing and "
                                     "running the judge attacks (job %(job)s).") % {"round": phase.round.name, "job": job.pk})
         return redirect("web:console_job", slug, job.pk)
-    now = timezone.now()
-    with transaction.atomic():
-        Phase.objects.filter(pk=phase.pk).update(closes_at=min(phase.closes_at, now), closed_at=now)
-        audit.record("close_phase", contest=contest, actor=request.user, obj=phase, round=phase.round.number,
-                     kind=phase.kind)
-        job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
     messages.success(request, _("The attack phase of %(round)s is closed; results are being computed (job %(job)s).")
                      % {"round": phase.round.name, "job": job.pk})
     return _back(slug, "#rounds")
@@ -250,23 +231,16 @@ def close_phase(request, slug, phase_id):
 def results_action(request, slug, action):
     contest = _organizer_contest(request, slug)
     if action == "snapshot":
-        with transaction.atomic():
-            job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk)
+        job = results.request_results(contest, user=request.user)
         messages.success(request, _("Computing a results preview (job %(job)s).") % {"job": job.pk})
     elif action == "publish":
-        with transaction.atomic():
-            job = jobs.create_job("compute_results", contest=contest, user=request.user, contest_id=contest.pk,
-                                  publish=True)
+        job = results.request_results(contest, user=request.user, publish=True)
         messages.success(request, _("Publishing the results (job %(job)s).") % {"job": job.pk})
     elif action == "unpublish":
-        with transaction.atomic():
-            ResultsSnapshot.objects.filter(contest=contest, published=True).update(published=False)
-            Contest.objects.filter(pk=contest.pk).update(results_published_at=None)
-            audit.record("unpublish_results", contest=contest, actor=request.user, obj=contest)
+        results.unpublish_results(contest, user=request.user)
         messages.success(request, _("Results are embargoed again."))
     elif action == "rescore":
-        with transaction.atomic():
-            job = jobs.create_job("rescore", contest=contest, user=request.user, contest_id=contest.pk)
+        job = results.request_rescore(contest, user=request.user)
         messages.success(request, _("Re-scoring every upload and judge attack (job %(job)s).") % {"job": job.pk})
     else:
         messages.error(request, _("Unknown action."))
@@ -328,9 +302,7 @@ def retry_job(request, slug, job_id):
     if job.status != Job.FAILED:
         messages.error(request, _("Only a failed job can be retried."))
         return redirect("web:console_job", slug, job.pk)
-    with transaction.atomic():
-        new = jobs.create_job(job.kind, contest=contest, user=request.user, **job.args)
-        audit.record("retry_job", contest=contest, actor=request.user, obj=new, retry_of=job.pk, kind=job.kind)
+    new = jobs.retry(job, user=request.user)
     messages.success(request, _("Job %(old)s re-run as job %(new)s.") % {"old": job.pk, "new": new.pk})
     return redirect("web:console_job", slug, new.pk)
 

@@ -59,14 +59,18 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
     reference = data.traces(dataset.reference, grid)
     original = data.traces(dataset.original, grid)
     attacks = [get(name) for name in contest.judge_attacks]
+    axis = dataset.round.time_axis()  # the slot-of-day attacks follow the contest's clock
     out = []
     for label, name, params in configs:
-        anon = get(name).run(grid, original, seed=_seed(contest.seed, label, "anonymize"), **params)
+        anonymizer = get(name)
+        anon = anonymizer.run(grid, original, seed=_seed(contest.seed, label, "anonymize"),
+                              **{**anonymizer.axis_params(axis), **params})
         s_u = float(utility(grid, original, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u))
         pse = pseudonymize(anon, seed=_seed(contest.seed, label, "pseudonymize"))
         s_i, s_t = [], []
         for attack in attacks:
-            estimate = attack.run(grid, reference, pse.pubtraces, seed=_seed(contest.seed, label, attack.name))
+            estimate = attack.run(grid, reference, pse.pubtraces, seed=_seed(contest.seed, label, attack.name),
+                                  **attack.axis_params(axis))
             if attack.kind == "reidentification":
                 s_i.append(float(reidentification(pse.user_ids, estimate)))
             elif attack.kind == "trace_inference":

@@ -89,7 +89,7 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
     challenges = []
     for ds in own:
         sets = list(AnonymizedSet.objects.filter(dataset=ds).order_by("-seq"))
-        counted = sum(1 for s in sets if s.status != AnonymizedSet.REJECTED)
+        counted = sum(1 for s in sets if uploads.counts_towards_limit(s))
         final = next((s for s in sets if s.final), None)
         selected = next((s for s in sets if s.selected), None)
         default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
@@ -110,7 +110,7 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
                    .order_by("dataset__number", "dataset__challenge")):
             is_own = ps.dataset.team_id == team.pk
             attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
-            counts = {k: sum(1 for a in attacks if a.kind == k and a.status != Attack.REJECTED)
+            counts = {k: sum(1 for a in attacks if a.kind == k and uploads.counts_towards_limit(a))
                       for k in (Attack.ETABLE, Attack.ETRACES)}
             best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
                     for k in (Attack.ETABLE, Attack.ETRACES)}
@@ -185,7 +185,7 @@ def upload_anonymized(request, slug, dataset_id):
     if _is_ajax(request):
         html = render_to_string("web/_upload_live.html", {"contest": contest, "state": _upload_state(aset),
                                                           "detail_url": detail}, request=request)
-        counted = AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
+        counted = uploads.counted_anonymized_sets(dataset)
         limit = contest.anonymized_upload_limit
         counter = render_to_string("web/_upload_counter.html", {"ch": {"counted": counted, "limit": limit,
                                                                        "remaining": max(limit - counted, 0)}},

@@ -11,15 +11,14 @@ from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError, transaction
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from contest.models import IDP, TRP, Contest, Membership
-from contest.services import audit
+from contest.models import IDP, TRP, Contest
+from contest.services import teams
 
 from . import access
 from .common import (CHALLENGE_SHORT, ResultsView, challenge_name, contest_state, get_contest, heat_style, page,
@@ -80,11 +79,13 @@ def _results(request, contest):
     return ResultsView(contest, snap.data), preview
 
 
-def _round_choice(request, rv: ResultsView):
-    """``?round=N`` or ``total``; default: the last round (the final round in 2019)."""
+def _round_choice(request, rv: ResultsView, *, total: bool = True):
+    """``?round=N`` or ``total``; default: the last round with scored sets (the final round in 2019),
+    so a round that has not been played yet does not hide the published ones. Pages showing one
+    round only (``total=False``) get that default for ``total`` too, and None without rounds."""
     value = request.GET.get("round", "")
     numbers = [n for n, _w in rv.rounds]
-    if value == "total":
+    if value == "total" and total:
         return "total"
     try:
         n = int(value)
@@ -92,7 +93,10 @@ def _round_choice(request, rv: ResultsView):
             return n
     except ValueError:
         pass
-    return numbers[-1] if numbers else "total"
+    if not numbers:
+        return "total" if total else None
+    played = [n for n in numbers if rv.sets(n)]
+    return (played or numbers)[-1]
 
 
 def _embargo(request, contest, sub, title):
@@ -190,9 +194,7 @@ def attack_matrix(request, slug):
     rv, preview = _results(request, contest)
     if rv is None:
         return _embargo(request, contest, "matrix", _("Attack matrix"))
-    choice = _round_choice(request, rv)
-    if choice == "total":
-        choice = rv.rounds[-1][0] if rv.rounds else None
+    choice = _round_choice(request, rv, total=False)
     targets = [s for s in rv.sets(choice) if s["valid"]]
     target_keys = [s["set"]["key"] for s in targets]
     matrices = []
@@ -285,9 +287,7 @@ def plots(request, slug):
     rv, preview = _results(request, contest)
     if rv is None:
         return _embargo(request, contest, "plots", _("Plots"))
-    choice = _round_choice(request, rv)
-    if choice == "total":
-        choice = rv.rounds[-1][0] if rv.rounds else None
+    choice = _round_choice(request, rv, total=False)
     points, table = [], []
     team_x, team_y = [], []
     for s in rv.sets(choice):
@@ -356,17 +356,11 @@ def signup(request):
 def join_team(request):
     form = JoinTeamForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        team = form.team
-        if Membership.objects.filter(user=request.user, team__contest=team.contest).exclude(team=team).exists():
+        try:
+            team, _created = teams.join_team(request.user, form.cleaned_data["invitation_code"])
+        except teams.TeamError:
             form.add_error("invitation_code", _("You are already in another team of this contest."))
         else:
-            try:
-                with transaction.atomic():
-                    _m, created = Membership.objects.get_or_create(user=request.user, team=team)
-            except IntegrityError:
-                created = False
-            if created:
-                audit.record("join_team", contest=team.contest, actor=request.user, obj=team, team=team.number)
             if not team.approved:
                 messages.warning(request, _("You joined team %(team)s. The organizers have not approved the team yet.")
                                  % {"team": team.name})

@@ -5,18 +5,17 @@ Celery worker process.
   Absent and not in CI (``CI`` unset): the tests skip with a message. In CI they must run.
 - Screenshots of every main page go to ``$SCREENSHOT_DIR`` (default ``var/screenshots/``); the
   folder is printed at the end of the run.
-- The worker is the core's real ``celery worker`` process fixture (``tests/contest/test_integration.py``),
-  on the same database as the live server and a private broker queue.
+- The worker is the real ``celery worker`` process fixture of ``tests/worker.py`` (shared with the
+  integration test), on the same database as the live server and a private broker queue.
 """
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.contest.test_integration import celery_worker  # noqa: F401  (the core's worker fixture)
+from tests.worker import celery_worker, reset_broker_pools  # noqa: F401  (celery_worker is a fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("TRACECUP_CHROMIUM", "/usr/bin/chromium"))
@@ -79,38 +78,11 @@ def shot():
 
 @pytest.fixture
 def celery_worker_process(celery_worker):
-    """The core's real Celery worker process (tests/contest/test_integration.py: SQLite or PostgreSQL,
+    """The real Celery worker process (tests/worker.py: SQLite or PostgreSQL,
     filesystem broker in a private folder or Redis), with Celery's cached broker connections dropped
     so that this process sends to the broker the worker listens on."""
     from contest.celery import app
     app.conf.task_always_eager = False
-    _reset_pools(app)
+    reset_broker_pools(app)
     yield celery_worker
-    _reset_pools(app)
-
-
-def _reset_pools(app) -> None:
-    """Drop Celery's cached broker connections so the next send uses the current broker settings."""
-    # app._pool is the entry of kombu's global pool registry: closing it without resetting
-    # the registry would leave a closed pool behind ("Acquire on closed pool").
-    from kombu import pools
-    app.amqp._producer_pool = None
-    app._pool = None
-    pools.reset()
-
-
-def wait_for_jobs(contest, timeout=180.0, kinds=None):
-    """Block until every job of ``contest`` (of ``kinds``) has finished; fail on a failed job."""
-    from contest.models import Job
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        qs = Job.objects.filter(contest=contest)
-        if kinds:
-            qs = qs.filter(kind__in=kinds)
-        if qs.exists() and not qs.filter(status__in=(Job.QUEUED, Job.RUNNING)).exists():
-            failed = list(qs.filter(status=Job.FAILED))
-            assert not failed, f"failed jobs: {[(j.pk, j.kind, j.message, j.error[-500:]) for j in failed]}"
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"jobs still unfinished after {timeout}s: "
-                         f"{list(Job.objects.filter(contest=contest).values_list('pk', 'kind', 'status', 'message'))}")
+    reset_broker_pools(app)

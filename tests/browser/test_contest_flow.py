@@ -10,8 +10,8 @@ import re
 import pytest
 import yaml
 
-from tests.browser.conftest import wait_for_jobs
 from tests.contest.conftest import anonymize_csv, contest_spec
+from tests.worker import wait_for_jobs
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

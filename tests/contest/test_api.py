@@ -162,8 +162,70 @@ def test_contest_setup_endpoint(db):
     assert r.status_code == 201 and r.json()["slug"] == "api-made"
     assert [p["kind"] for p in r.json()["rounds"][0]["phases"]] == ["anonymization", "attack"]
     assert r.json()["rounds"][0]["phases"][0]["opens_at_local"].endswith("+09:00")  # Asia/Tokyo
-    r = client_for("judge", "judge-pass").post("/api/contests/", {"yaml": text}, format="json")
+    # permissions.can_create_contest: a team member may not, an organizer of a contest may create another
+    other = contest_spec(slug="by-judge")
+    other["users"], other["teams"] = [], []
+    r = client_for("alpha1").post("/api/contests/", {"yaml": yaml.safe_dump(other)}, format="json")
     assert r.status_code == 403
+    r = client_for("judge", "judge-pass").post("/api/contests/", {"yaml": yaml.safe_dump(other)}, format="json")
+    assert r.status_code == 201 and r.json()["slug"] == "by-judge"
     bad = yaml.safe_dump({**contest_spec(slug="x"), "version": 9})
     r = client_for("root", "root-pass").post("/api/contests/", {"yaml": bad}, format="json")
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_contest_file"
+
+
+def test_organizer_commands_are_services_with_audit_records(make_contest, django_capture_on_commit_callbacks):
+    """Add round/team, approve, join by code, close an attack phase early, unpublish, retry a failed job."""
+    from contest.models import AuditLog, ResultsSnapshot, Team
+    from contest.services import results
+    contest = make_contest()
+    judge, alpha = client_for("judge", "judge-pass"), client_for("alpha1")
+    window = {"anonymization_opens": "2030-01-01T10:00+09:00", "anonymization_closes": "2030-01-10T17:00+09:00",
+              "attack_opens": "2030-01-11T10:00+09:00", "attack_closes": "2030-01-20T17:00+09:00"}
+    body = {"name": "Extra", "weight": 0.5, "ref_days": 2, "org_days": 2, **window}
+    assert alpha.post("/api/contests/tc/rounds/", body, format="json").status_code == 403
+    r = judge.post("/api/contests/tc/rounds/", body, format="json")
+    assert r.status_code == 201 and r.json()["number"] == 2
+    assert [p["kind"] for p in r.json()["phases"]] == ["anonymization", "attack"]
+    bad = {**body, "attack_closes": "2030-01-11T09:00+09:00"}
+    r = judge.post("/api/contests/tc/rounds/", bad, format="json")
+    assert r.status_code == 400 and "closes must be after opens" in r.content.decode()
+
+    r = judge.post("/api/contests/tc/teams/", {"name": "Delta"}, format="json")
+    assert r.status_code == 201 and r.json()["number"] == 4
+    delta = Team.objects.get(contest=contest, name="Delta")
+    assert judge.post("/api/contests/tc/teams/", {"name": "Delta"}, format="json").status_code == 400
+    assert judge.post(f"/api/teams/{delta.pk}/approve/", {"approved": False}, format="json").json()["approved"] is False
+    from django.contrib.auth import get_user_model
+    get_user_model().objects.create_user("dave", password="pw")
+    dave = client_for("dave")
+    assert dave.post("/api/teams/join/", {"invitation_code": "nope"}, format="json").status_code == 400
+    r = dave.post("/api/teams/join/", {"invitation_code": delta.invitation_code}, format="json")
+    assert r.status_code == 200 and "dave" in str(r.json()["members"])
+    r = alpha.post("/api/teams/join/", {"invitation_code": delta.invitation_code}, format="json")
+    assert r.status_code == 400 and "another team" in r.content.decode()
+
+    attack = Phase.objects.get(round__contest=contest, round__number=1, kind=Phase.ATTACK)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = judge.post(f"/api/phases/{attack.pk}/close/")
+    assert r.status_code == 202 and r.json()["kind"] == "compute_results"
+    attack.refresh_from_db()
+    assert attack.closed_at is not None and attack.closes_at <= attack.closed_at
+
+    results.publish_results(contest)
+    assert judge.post("/api/contests/tc/unpublish/").status_code == 204
+    contest.refresh_from_db()
+    assert contest.results_published_at is None and not ResultsSnapshot.objects.filter(published=True).exists()
+
+    failed = Job.objects.create(kind="compute_results", contest=contest, args={"contest_id": contest.pk},
+                                status=Job.FAILED, error="boom")
+    assert alpha.post(f"/api/jobs/{failed.pk}/retry/").status_code == 403
+    with django_capture_on_commit_callbacks(execute=True):
+        r = judge.post(f"/api/jobs/{failed.pk}/retry/")
+    assert r.status_code == 202 and r.json()["id"] != failed.pk and r.json()["kind"] == "compute_results"
+    failed.refresh_from_db()
+    assert failed.status == Job.FAILED and failed.error == "boom"  # the failed row is kept as it was
+    assert judge.post(f"/api/jobs/{r.json()['id']}/retry/").status_code == 400  # not failed
+    actions = set(AuditLog.objects.filter(contest=contest).values_list("action", flat=True))
+    assert {"add_round", "add_team", "unapprove_team", "join_team", "close_phase", "unpublish_results",
+            "retry_job"} <= actions

@@ -19,16 +19,64 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.django_db
-def test_demo_setup_is_idempotent():
-    from contest.models import Contest, Dataset
+def test_demo_setup_is_idempotent_and_every_page_has_real_data(client):
+    from django.contrib.auth import get_user_model
+
+    from contest.models import AnonymizedSet, Attack, Award, Contest, Dataset, JudgeAttackResult, ResultsSnapshot
+    from contest.services.demo import DEMO_UPLOADS
     out = io.StringIO()
     call_command("demo", "--no-serve", stdout=out)
+    counts = (AnonymizedSet.objects.count(), Attack.objects.count(), JudgeAttackResult.objects.count(),
+              ResultsSnapshot.objects.count())
     call_command("demo", "--no-serve", stdout=out)
+    # the second run changes nothing: same uploads, attacks, judge results and one published snapshot
+    assert (AnonymizedSet.objects.count(), Attack.objects.count(), JudgeAttackResult.objects.count(),
+            ResultsSnapshot.objects.count()) == counts
     assert Contest.objects.filter(slug="demo").count() == 1
-    assert Dataset.objects.filter(round__contest__slug="demo").count() == 12
+    contest = Contest.objects.get(slug="demo")
+    r1, r2 = contest.rounds.order_by("number")
+    assert Dataset.objects.filter(round=r1).count() == Dataset.objects.filter(round=r2).count() == 12
     text = out.getvalue()
     for login in ("organizer", "alice", "bob", "/api/docs/", "/c/demo/"):
         assert login in text
+
+    # round 1 played through: every planned upload scored, one final set below s_req, cross attacks scored
+    sets = AnonymizedSet.objects.filter(dataset__round=r1)
+    assert sets.count() == sum(len(plan) for plan in DEMO_UPLOADS.values())
+    assert not sets.filter(status=AnonymizedSet.PENDING).exists()
+    assert sets.filter(final=True, status=AnonymizedSet.INVALID).exists()
+    assert sets.filter(final=True, status=AnonymizedSet.VALID).count() >= 3
+    assert JudgeAttackResult.objects.filter(public_set__dataset__round=r1).count() >= 3 * len(contest.judge_attacks)
+    attacks = Attack.objects.filter(target__dataset__round=r1)
+    assert attacks.exists() and not attacks.exclude(status=Attack.VALID).exists()
+    assert r1.phases.get(kind="anonymization").closed_at is not None
+    assert r2.phases.get(kind="anonymization").is_open()  # the team dashboard has something to upload to
+
+    # the published results are served by the API ...
+    snap = ResultsSnapshot.objects.get(contest=contest, published=True)
+    board = client.get("/api/contests/demo/leaderboard/").json()
+    r1_rows = [row for row in board["team_rounds"] if row["round"] == 1]
+    assert sorted(row["team"] for row in r1_rows) == [1, 2, 3]
+    assert r1_rows == [row for row in snap.data["team_rounds"] if row["round"] == 1]
+    awards = client.get("/api/contests/demo/awards/").json()["awards"]
+    assert awards and {a["award"] for a in awards} == set(Award.objects.filter(snapshot=snap)
+                                                           .values_list("award", flat=True))
+    # ... and by the public pages, no embargo notice anywhere
+    responses = {page: client.get(f"/c/demo/{page}") for page in
+                 ("", "rules/", "leaderboard/", "attack-matrix/", "awards/", "plots/")}
+    assert all(r.status_code == 200 for r in responses.values())
+    pages = {page: r.content.decode() for page, r in responses.items()}
+    for page, html in pages.items():
+        assert "embargoed" not in html, page
+    for row in r1_rows:
+        assert f"{row['overall']:.4f}" in pages["leaderboard/"]
+    for a in awards:
+        assert f"{a['value']:.4f}" in pages["awards/"] and a["team_name"] in pages["awards/"]
+    assert 'data-chart="heatmap"' in pages["attack-matrix/"] and "I2-VisitProb" in pages["attack-matrix/"]
+    # a team member's dashboard offers round 2's upload
+    client.force_login(get_user_model().objects.get(username="alice"))
+    alpha_r2 = Dataset.objects.get(round=r2, kind=Dataset.TEAM, number=1, challenge=1)
+    assert f"/team/datasets/{alpha_r2.pk}/upload/" in client.get("/c/demo/team/").content.decode()
 
 
 def _free_port():

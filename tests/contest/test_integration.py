@@ -11,103 +11,17 @@ and the permission rules are checked along the way.
 """
 from __future__ import annotations
 
-import io
-import os
-import subprocess
-import sys
-import time
-from datetime import datetime
-from pathlib import Path
-
-import numpy as np
 import pytest
-from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from contest.models import Job, Phase
+from contest.models import Phase
 from contest.services.setup import create_contest
 from tests.contest.conftest import contest_spec, move_phase
+from tests.worker import celery_worker, wait_for_jobs  # noqa: F401  (celery_worker is a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-ROOT = Path(__file__).resolve().parents[2]
 USERS = 24
-
-
-def _database_url() -> str:
-    from django.db import connection
-    sd = connection.settings_dict
-    if sd["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{sd['NAME']}"
-    auth = sd["USER"] + (f":{sd['PASSWORD']}" if sd.get("PASSWORD") else "")
-    return f"postgres://{auth}@{sd['HOST'] or '127.0.0.1'}:{sd['PORT'] or 5432}/{sd['NAME']}"
-
-
-def _fresh_producers(app):
-    """Forget pooled broker connections, so the next send uses the current broker options.
-
-    Eager tests earlier in the session already opened a producer pool with the
-    default options (Celery acquires a producer even in eager mode).
-    """
-    from kombu import pools
-    app.amqp._producer_pool = None
-    app._pool = None
-    pools.reset()
-
-
-@pytest.fixture
-def celery_worker(transactional_db, tmp_path):
-    from contest.celery import app
-    env = dict(os.environ, DATABASE_URL=_database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
-    old_options = dict(app.conf.broker_transport_options or {})
-    if settings.CELERY_BROKER_URL.startswith("filesystem"):
-        # A private queue folder, so no other worker (a running demo) can take the test's tasks.
-        broker = tmp_path / "broker"
-        for sub in ("queue", "processed"):
-            (broker / sub).mkdir(parents=True)
-        env["TRACECUP_BROKER_DIR"] = str(broker)
-        app.conf.broker_transport_options = {"data_folder_in": str(broker / "queue"),
-                                             "data_folder_out": str(broker / "queue"),
-                                             "processed_folder": str(broker / "processed"),
-                                             "store_processed": False}
-        _fresh_producers(app)
-    else:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_purge("celery")
-    log_path = tmp_path / "worker.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", "2",
-                             "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}@%h"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.time() + 90
-    while "ready." not in log_path.read_text():
-        if proc.poll() is not None or time.time() > deadline:
-            proc.kill()
-            pytest.fail("celery worker did not start:\n" + log_path.read_text()[-3000:])
-        time.sleep(0.3)
-    yield proc
-    proc.terminate()
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
-    app.conf.broker_transport_options = old_options
-    _fresh_producers(app)
-
-
-def wait_for_jobs(timeout=300):
-    """Wait until every job is finished; fail with the errors of failed jobs."""
-    deadline = time.time() + timeout
-    while True:
-        pending = Job.objects.exclude(status__in=(Job.SUCCEEDED, Job.FAILED))
-        if not pending.exists():
-            break
-        if time.time() > deadline:
-            pytest.fail(f"jobs still pending: {list(pending.values('kind', 'status', 'message'))}")
-        time.sleep(0.3)
-    failed = list(Job.objects.filter(status=Job.FAILED).values("kind", "error"))
-    assert not failed, failed
 
 
 def api(username, password="pw"):

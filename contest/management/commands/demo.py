@@ -1,8 +1,8 @@
 """``python manage.py demo``: a ready demo contest with a web server and a real judge worker.
 
-Idempotent: migrates, creates the demo contest from ``contest/demo.yaml`` if
-it does not exist, generates round 1's data (built-in city model, small
-sizes), then starts a Celery worker and beat (subprocesses) and the web
+Idempotent: migrates, sets up the demo contest (:func:`contest.services.demo.setup_demo`:
+created from ``contest/demo.yaml`` if it does not exist, both rounds' data
+generated, round 1 played through and published, round 2 open), then starts a Celery worker and beat (subprocesses) and the web
 server on 127.0.0.1:$PORT (default 8000), prints the URL and the logins, and
 stops everything on Ctrl-C.
 """
@@ -19,7 +19,6 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-DEMO_FILE = Path(__file__).resolve().parents[2] / "demo.yaml"
 LOGINS = [("organizer", "organizer-demo", "organizer (judge)"), ("alice", "alice-demo", "team Alpha member"),
           ("bob", "bob-demo", "team Beta member")]
 
@@ -42,21 +41,8 @@ class Command(BaseCommand):
         self._serve(port, base)
 
     def _setup(self):
-        from contest.models import Contest, Dataset
-        from contest.services.generation import generate_round_data
-        from contest.services.setup import create_contest_from_yaml
-
-        contest = Contest.objects.filter(slug="demo").first()
-        if contest is None:
-            self.stdout.write("creating the demo contest ...")
-            contest = create_contest_from_yaml(DEMO_FILE.read_text(encoding="utf-8"))
-        rnd = contest.rounds.order_by("number").first()
-        if not Dataset.objects.filter(round=rnd).exists():
-            self.stdout.write(f"generating {rnd.name} data (built-in city model, PPMTF+) ...")
-            t0 = time.time()
-            generate_round_data(rnd)
-            self.stdout.write(f"  {Dataset.objects.filter(round=rnd).count()} datasets in {time.time() - t0:.0f} s")
-        return contest
+        from contest.services.demo import setup_demo
+        return setup_demo(log=self.stdout.write)
 
     def _print_logins(self, contest, base):
         w = self.stdout.write

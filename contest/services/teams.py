@@ -1,0 +1,67 @@
+"""Teams: adding one, approving it, and joining it by invitation code (SPEC 1).
+
+Every change is written to the audit log. Errors are :class:`TeamError` with
+a participant-readable message; the pages and the REST API show it as is.
+"""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from contest.models import Contest, Membership, Team
+from contest.services import audit
+
+
+class TeamError(ValueError):
+    """A team operation the rules refuse (unknown code, second team in a contest, duplicate name)."""
+
+
+def add_team(contest: Contest, name: str, *, actor=None, approved: bool = True) -> Team:
+    """Create team ``name`` with the next team number t of the contest."""
+    name = name.strip()
+    if not name:
+        raise TeamError("a team needs a name")
+    with transaction.atomic():
+        if contest.teams.filter(name=name).exists():
+            raise TeamError(f"a team named {name} exists already")
+        number = (contest.teams.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        team = Team.objects.create(contest=contest, number=number, name=name, approved=approved)
+        audit.record("add_team", contest=contest, actor=actor, obj=team, number=number, name=name)
+    return team
+
+
+def approve_team(team: Team, approved: bool = True, *, actor=None) -> Team:
+    """Approve a team (or withdraw the approval); only approved teams' members may upload."""
+    with transaction.atomic():
+        Team.objects.filter(pk=team.pk).update(approved=approved)
+        audit.record("approve_team" if approved else "unapprove_team", contest=team.contest, actor=actor, obj=team,
+                     number=team.number)
+    team.approved = approved
+    return team
+
+
+def team_for_code(code: str) -> Team:
+    """The team whose invitation code is ``code`` (surrounding spaces ignored)."""
+    team = Team.objects.select_related("contest").filter(invitation_code=code.strip()).first()
+    if team is None:
+        raise TeamError("no team has this invitation code; check it for typing mistakes")
+    return team
+
+
+def join_team(user, code: str) -> tuple[Team, bool]:
+    """Make ``user`` a member of the team with invitation code ``code``.
+
+    Returns ``(team, created)``; joining one's own team again changes nothing.
+    A user is in at most one team per contest.
+    """
+    team = team_for_code(code)
+    with transaction.atomic():
+        if Membership.objects.filter(user=user, team__contest=team.contest).exclude(team=team).exists():
+            raise TeamError("you are already in another team of this contest")
+        try:
+            with transaction.atomic():
+                _m, created = Membership.objects.get_or_create(user=user, team=team)
+        except IntegrityError:  # a concurrent request joined first
+            created = False
+        if created:
+            audit.record("join_team", contest=team.contest, actor=user, obj=team, team=team.number)
+    return team, created
