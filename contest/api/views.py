@@ -156,10 +156,15 @@ class AnonymizedSetUpload(APIView):
         content, name = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name)
         aset.refresh_from_db()
-        data = S.AnonymizedSetSerializer(aset).data
-        job = Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk).first()
-        data["job"] = S.JobSerializer(job).data if job else None
-        return Response(data, status=status.HTTP_202_ACCEPTED)
+        return _accepted(S.AnonymizedSetSerializer(aset).data,
+                         Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk))
+
+
+def _accepted(data: dict, scoring_jobs) -> Response:
+    """202 with the upload and the job that validates and scores it (for polling)."""
+    job = scoring_jobs.first()
+    data["job"] = S.JobSerializer(job).data if job else None
+    return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
 class AnonymizedSetList(APIView):
@@ -208,10 +213,8 @@ class AttackUpload(APIView):
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=kind,
                                        content=content, name=name)
         attack.refresh_from_db()
-        data = S.AttackSerializer(attack).data
-        job = Job.objects.filter(kind="score_attack", args__attack_id=attack.pk).first()
-        data["job"] = S.JobSerializer(job).data if job else None
-        return Response(data, status=status.HTTP_202_ACCEPTED)
+        return _accepted(S.AttackSerializer(attack).data,
+                         Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
 
 
 class AttackList(APIView):
