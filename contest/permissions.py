@@ -9,6 +9,11 @@ else encodes a visibility rule. Roles:
   the contest;
 - public: anyone, including anonymous users.
 
+Organizing one contest gives no rights in another: an organizer of contest X
+reads contest Y's secrets only if also listed in Y's organizers (or a
+superuser). A deactivated account, or a member of a team that is not (or no
+longer) approved, reads nothing a team member could.
+
 Reading files (team member):
 
 - its own team's reference and original traces, always;
@@ -20,6 +25,11 @@ Reading files (team member):
 - its own team's uploads (anonymized sets, attacks);
 - never another team's (or the benchmark's) original traces, any ID table
   (ptable), another team's uploads, or the judge's attack outputs.
+
+Also organizer-only: a failed job's traceback and failure text (a team sees
+"failed"), and, for contests of fewer than 35 users per set, the public
+sets' commitments (an unsalted hash of the ID table; see
+:func:`can_see_commitment`).
 
 Scores: a team sees its own uploads' scores (s_U of its anonymized sets, the
 score of its attacks); results (minimums, matrix, awards) only when
@@ -126,6 +136,29 @@ def can_read_public_set(user, public_set: PublicSet, which: str) -> Decision:
     return deny("pubtraces are published when the anonymization phase closes")
 
 
+#: Below this many users per set, m! < 2^128: hashing every possible ID table
+#: against the (unsalted) commitment could recover the table.
+COMMITMENT_MIN_USERS = 35
+
+
+def can_see_commitment(user, public_set: PublicSet) -> Decision:
+    """The commitment (SHA-256 of the ptable bytes) shown with a public set.
+
+    Decision (SPEC silent): organizers always; participants only where the
+    ptable cannot be recovered from it by trying all m! tables, i.e. m >= 35
+    (35! > 2^128). Small test or demo contests thus never reveal their ID
+    tables this way; the organizer can still hand the commitment out.
+    """
+    contest = public_set.dataset.round.contest
+    if is_organizer(user, contest):
+        return ALLOW
+    if contest.users_per_set < COMMITMENT_MIN_USERS:
+        return deny("with so few users per set the commitment would reveal the ID table")
+    if can_read_public_set(user, public_set, "pubtraces"):
+        return ALLOW
+    return deny("the commitment is published with the pubtraces")
+
+
 def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
     if is_organizer(user, aset.dataset.round.contest) or is_member(user, aset.team):
         return ALLOW
@@ -214,6 +247,22 @@ def can_create_contest(user) -> Decision:
     return deny("only staff and contest organizers may create contests")
 
 
+def can_set_password_in_setup(actor, account) -> Decision:
+    """May a contest set-up (YAML, console) run by ``actor`` set ``account``'s password?
+
+    New accounts: yes. An existing account: only from the command line (no
+    actor: the server's operator), by a superuser, or the actor's own;
+    otherwise an organizer could reset a superuser's or another contest's
+    organizer's password and log in as them.
+    """
+    if account.pk is None or actor is None:
+        return ALLOW
+    if _authenticated(actor) and (actor.is_superuser or actor.pk == account.pk):
+        return ALLOW
+    return deny(f"the account {account.username!r} already exists; only its owner or a superuser can "
+                "change its password")
+
+
 def can_retry_job(user, job) -> Decision:
     """The contest's organizers re-run its failed jobs; a job of no contest is for superusers."""
     if job.contest_id is not None:
@@ -221,6 +270,19 @@ def can_retry_job(user, job) -> Decision:
     if _authenticated(user) and user.is_superuser:
         return ALLOW
     return deny("organizers only")
+
+
+def can_view_job_internals(user, job) -> Decision:
+    """A job's traceback and failure text (server paths, file names, ids) are for the organizers.
+
+    A team member who may see the job at all (``selectors.visible_job``) sees
+    its kind, status and progress, and a failure only as "failed".
+    """
+    if job.contest_id is not None:
+        return can_manage_contest(user, job.contest)
+    if _authenticated(user) and user.is_superuser:
+        return ALLOW
+    return deny("a job's failure details are visible to the organizers only")
 
 
 def can_manage_contest(user, contest: Contest) -> Decision:

@@ -99,11 +99,16 @@ class PublicSetSerializer(serializers.ModelSerializer):
     challenge = serializers.IntegerField(source="dataset.challenge")
     reference_dataset = serializers.IntegerField(source="dataset.id")
     pubtraces = StoredFileSerializer(read_only=True)
+    commitment = serializers.SerializerMethodField()
 
     class Meta:
         model = PublicSet
         fields = ["id", "label", "round", "kind", "team_number", "challenge", "reference_dataset", "pubtraces",
                   "commitment", "created_at"]
+
+    def get_commitment(self, obj) -> str | None:
+        # Shown only where the permissions module allows it (the view passes the decisions).
+        return obj.commitment if self.context.get("commitment_visible", {}).get(obj.pk) else None
 
 
 class AttackSerializer(serializers.ModelSerializer):

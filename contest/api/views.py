@@ -41,6 +41,24 @@ def stream_file(stored: StoredFile) -> StreamingHttpResponse:
     return response
 
 
+def job_data(job: Job, user) -> dict:
+    """A job as JSON; its traceback and failure text only for those ``permissions`` allows."""
+    data = S.JobSerializer(job).data
+    if not permissions.can_view_job_internals(user, job):
+        data["error"] = ""
+        if job.status == Job.FAILED:
+            data["message"] = "failed (the organizers can see the details)"
+        elif job.message.startswith("retrying after"):
+            data["message"] = "retrying"
+    return data
+
+
+def public_sets_data(public_sets, user) -> list[dict]:
+    """Public sets as JSON, each commitment only where ``permissions.can_see_commitment`` allows."""
+    ctx = {"commitment_visible": {ps.pk: bool(permissions.can_see_commitment(user, ps)) for ps in public_sets}}
+    return S.PublicSetSerializer(public_sets, many=True, context=ctx).data
+
+
 def _upload(request) -> tuple[bytes, str]:
     f = request.FILES.get("file")
     if f is None:
@@ -87,7 +105,7 @@ class MyTeam(APIView):
             "username": request.user.username,
             "organizer": permissions.is_organizer(request.user, contest),
             "team": S.TeamSerializer(team).data if team else None,
-            "attack_targets": S.PublicSetSerializer(selectors.attack_targets(team), many=True).data if team else [],
+            "attack_targets": public_sets_data(selectors.attack_targets(team), request.user) if team else [],
         })
 
 
@@ -125,7 +143,7 @@ class PublicSetList(APIView):
     @extend_schema(responses=S.PublicSetSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
-        return Response(S.PublicSetSerializer(selectors.visible_public_sets(request.user, contest), many=True).data)
+        return Response(public_sets_data(selectors.visible_public_sets(request.user, contest), request.user))
 
 
 class PublicSetFile(APIView):
@@ -156,14 +174,14 @@ class AnonymizedSetUpload(APIView):
         content, name = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name)
         aset.refresh_from_db()
-        return _accepted(S.AnonymizedSetSerializer(aset).data,
+        return _accepted(request, S.AnonymizedSetSerializer(aset).data,
                          Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk))
 
 
-def _accepted(data: dict, scoring_jobs) -> Response:
+def _accepted(request, data: dict, scoring_jobs) -> Response:
     """202 with the upload and the job that validates and scores it (for polling)."""
     job = scoring_jobs.first()
-    data["job"] = S.JobSerializer(job).data if job else None
+    data["job"] = job_data(job, request.user) if job else None
     return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -213,7 +231,7 @@ class AttackUpload(APIView):
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=kind,
                                        content=content, name=name)
         attack.refresh_from_db()
-        return _accepted(S.AttackSerializer(attack).data,
+        return _accepted(request, S.AttackSerializer(attack).data,
                          Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
 
 
@@ -245,7 +263,7 @@ class JobDetail(APIView):
         job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
         if not selectors.visible_job(request.user, job):
             raise PermissionDenied("this job belongs to another team")
-        return Response(S.JobSerializer(job).data)
+        return Response(job_data(job, request.user))
 
 
 class JobList(APIView):

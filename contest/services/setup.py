@@ -45,6 +45,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
 from contest.services import audit
 
@@ -92,10 +93,15 @@ def load_yaml(text: str) -> dict:
     return spec
 
 
-def _user(entry: dict, where: str):
+def _user(entry: dict, where: str, actor=None):
     User = get_user_model()
     if not isinstance(entry, dict) or not entry.get("username"):
         raise SetupError(f"{where}: each user needs a username")
+    existing = User.objects.filter(username=entry["username"]).first()
+    if existing is not None and entry.get("password"):
+        decision = permissions.can_set_password_in_setup(actor, existing)
+        if not decision:
+            raise SetupError(f"{where}: {decision.reason}")
     user, created = User.objects.get_or_create(username=entry["username"],
                                                defaults={"email": entry.get("email", "")})
     if created or entry.get("password"):
@@ -131,7 +137,7 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     contest.full_clean(exclude=["organizers"])
     contest.save()
     for entry in spec.get("users") or []:
-        _user(entry, "users")
+        _user(entry, "users", actor)
     User = get_user_model()
     for name in c.get("organizers") or []:
         try:
@@ -150,7 +156,7 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     for i, t in enumerate(spec.get("teams") or []):
         team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
         for entry in t.get("members") or []:
-            Membership.objects.create(user=_user(entry, f"teams[{i}].members"), team=team,
+            Membership.objects.create(user=_user(entry, f"teams[{i}].members", actor), team=team,
                                       role=entry.get("role", Membership.MEMBER))
     audit.record("create_contest", contest=contest, actor=actor, obj=contest, slug=contest.slug)
     return contest
