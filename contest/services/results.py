@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from contest.models import (AnonymizedSet, Attack, Award, Contest, Dataset, JudgeAttackResult, ResultsSnapshot,
                             Round, Score)
-from contest.services import audit, jobs
+from contest.services import analyses, audit, jobs
 
 AWARD_TITLES = {
     "overall": "Overall place {place}",
@@ -102,6 +102,7 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
     payload["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
     payload["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
     payload["contest"] = contest.slug
+    payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():

@@ -2,7 +2,7 @@
 from django.urls import path
 from django.views.i18n import set_language
 
-from . import console, team, views
+from . import analyses, console, team, views
 from .i18n import localized
 
 app_name = "web"
@@ -29,6 +29,7 @@ urlpatterns = [
     p("c/<slug:slug>/attack-matrix/", views.attack_matrix, "matrix"),
     p("c/<slug:slug>/awards/", views.awards, "awards"),
     p("c/<slug:slug>/plots/", views.plots, "plots"),
+    p("c/<slug:slug>/analyses/", analyses.utility_analyses, "analyses"),
     # team dashboard
     p("c/<slug:slug>/team/", team.dashboard, "team"),
     p("c/<slug:slug>/team/datasets/<int:dataset_id>/upload/", team.upload_anonymized, "upload_anonymized"),

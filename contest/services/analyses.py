@@ -1,0 +1,171 @@
+"""Analyses shown with the results (SPEC 13): utility beyond s_U, its baselines, and fairness.
+
+Pure calls into :mod:`scoring.analyses` over the stored files, returning
+JSON-able data that :func:`contest.services.results.snapshot` stores in the
+results snapshot under ``"analyses"`` (so the pages read, never compute, and
+the embargo applies to them like to every other result).
+
+Shape of :func:`contest_analyses`::
+
+    {"rounds": {"<round>": {
+        "utility": [ {"challenge", "team", "set_id", "s_u", "tp_tv_top50", "tm_emd", "poi_accuracy",
+                      "reference": {three figures}, "uniform": {three figures}} ... ],
+        "fairness": [ {"challenge", "label", "algorithm", "params", "n_teams",
+                       "sd_s_i_min", "sd_s_t_min", "teams": {"<team>": [s_i_min, s_t_min]}} ... ]}},
+     "poi_source": "city model (seed ...)" | None, "n_projections": 50, "seed": 0}
+
+Decisions where SPEC 13 is silent:
+
+- Only valid final sets of the teams are analysed (the benchmark is O
+  itself, so its figures are trivially perfect).
+- POIs are the built-in city model's (``synth.city.CityModel`` built from the
+  contest grid and ``synthesizer_params["city_seed"]``, default
+  ``contest.seed % 2**31``: the same city both synthesizers draw from); they
+  are rebuilt, not stored, since the city model is deterministic. A contest
+  whose synthesizer is neither ``ppmtf`` nor ``city`` gets no POI accuracy.
+- TM-EMD uses 50 projections with seed 0; the uniform baseline's seed is
+  derived from the contest seed and the dataset, so it is reproducible.
+- Fairness (paper Appendix E, Table 2): the paper's four anonymizers
+  (No obfuscation, MRLH(1,1,0.5), RR(1), PL(1,1)) run on every team's
+  original traces of each challenge, attacked by the judge attacks exactly as
+  for Fig. 8 (:func:`contest.web.samples.evaluate_sample_anonymizers`); the
+  population SD over teams of s_I,min and s_T,min.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from contest.models import AnonymizedSet, Contest, Dataset, Round
+from contest.services import data, storage
+
+log = logging.getLogger(__name__)
+
+#: TM-EMD's sliced-W1 directions and their seed (SPEC 13).
+N_PROJECTIONS = 50
+PROJECTION_SEED = 0
+
+#: Paper Appendix E, Table 2: (label, registered anonymizer, parameters).
+FAIRNESS_ANONYMIZERS = (
+    ("No obfuscation", "A1-none", {}),
+    ("MRLH(1,1,0.5)", "A2-MRLH", {"mu_x": 1, "mu_y": 1, "lambda": 0.5}),
+    ("RR(1)", "A3-kRR", {"eps": 1.0}),
+    ("PL(1,1)", "A4-PL", {"l": 1.0, "r": 1.0}),
+)
+
+_POI_CACHE: dict = {}
+
+
+def poi_regions(contest: Contest):
+    """(n_poi,) 0-based region of every POI of the contest's city model, or None without one."""
+    if contest.synthesizer not in ("ppmtf", "city"):
+        return None
+    from synth.city import CityModel
+
+    grid = contest.grid()
+    seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
+    key = (grid, seed)
+    if key not in _POI_CACHE:
+        _POI_CACHE[key] = CityModel(grid, seed=seed).poi_region.copy()
+    return _POI_CACHE[key]
+
+
+def _uniform_seed(contest_seed: int, dataset: Dataset) -> int:
+    text = f"{contest_seed}:uniform-baseline:{dataset.round.number}:{dataset.number}:{dataset.challenge}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def _figures(grid, original, anonymized, slots, pois) -> dict:
+    from scoring.analyses import utility_analyses
+
+    out = utility_analyses(grid, original, anonymized, slots, pois,
+                           n_projections=N_PROJECTIONS, seed=PROJECTION_SEED)
+    # NaN (no event with a POI nearby) is not JSON: store it as None.
+    return {k: (None if v is None or v != v else float(v)) for k, v in out.items()}
+
+
+def dataset_baselines(contest: Contest, dataset: Dataset, pois=None) -> dict:
+    """The three figures of the two baselines of ``dataset``: ``{"reference": {...}, "uniform": {...}}``."""
+    from scoring.analyses import reference_baseline, uniform_baseline
+
+    grid = contest.grid()
+    slots = contest.slots_per_day
+    original = data.traces(dataset.original, grid)
+    reference = data.traces(dataset.reference, grid)
+    return {
+        "reference": _figures(grid, original, reference_baseline(grid, reference, original, slots), slots, pois),
+        "uniform": _figures(grid, original, uniform_baseline(grid, original, seed=_uniform_seed(contest.seed, dataset)),
+                            slots, pois),
+    }
+
+
+def set_analyses(aset: AnonymizedSet, pois=None) -> dict:
+    """The three figures of one anonymized set (read from its stored file) against its original traces."""
+    dataset = aset.dataset
+    contest = dataset.round.contest
+    grid = contest.grid()
+    original = data.traces(dataset.original, grid)
+    anon = data.anotraces(storage.read_csv_bytes(aset.file, contest.upload_size_limit), grid, original,
+                          contest.upload_size_limit)
+    return _figures(grid, original, anon, contest.slots_per_day, pois)
+
+
+def utility_rows(contest: Contest, round_: Round, pois=None) -> list[dict]:
+    """One row per valid final team set of the round, with its dataset's baselines."""
+    rows = []
+    for aset in (AnonymizedSet.objects.filter(dataset__round=round_, final=True, valid=True,
+                                              dataset__kind=Dataset.TEAM)
+                 .select_related("dataset__round__contest", "dataset__original", "dataset__reference", "file", "team")
+                 .order_by("dataset__challenge", "dataset__number")):
+        ds = aset.dataset
+        row = {"challenge": ds.challenge, "team": ds.number, "set_id": aset.pk, "s_u": aset.s_u}
+        row.update(set_analyses(aset, pois))
+        row.update(dataset_baselines(contest, ds, pois))
+        rows.append(row)
+    return rows
+
+
+def fairness_rows(contest: Contest, round_: Round, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
+    """Per challenge and fixed sample anonymizer: SD over teams of s_I,min and s_T,min (paper Appendix E)."""
+    from scoring.analyses import fairness
+
+    from contest.web.samples import evaluate_sample_anonymizers
+
+    out = []
+    datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)
+                    .select_related("round__contest", "original", "reference").order_by("challenge", "number"))
+    for challenge in sorted({d.challenge for d in datasets}):
+        per_team = {d.number: evaluate_sample_anonymizers(contest, d, configs)
+                    for d in datasets if d.challenge == challenge}
+        for i, (label, name, params) in enumerate(configs):
+            s_i = {t: r[i]["s_i_min"] for t, r in per_team.items()}
+            s_t = {t: r[i]["s_t_min"] for t, r in per_team.items()}
+            sd_i, sd_t = fairness(s_i), fairness(s_t)
+            out.append({"challenge": challenge, "label": label, "algorithm": name, "params": params,
+                        "n_teams": len(per_team),
+                        "sd_s_i_min": None if sd_i != sd_i else sd_i, "sd_s_t_min": None if sd_t != sd_t else sd_t,
+                        "teams": {str(t): [s_i[t], s_t[t]] for t in sorted(per_team)}})
+    return out
+
+
+def contest_analyses(contest: Contest) -> dict:
+    """Every round's utility analyses and fairness figures (see the module docstring for the shape)."""
+    pois = poi_regions(contest)
+    rounds = {}
+    for rnd in Round.objects.filter(contest=contest).order_by("number"):
+        if not Dataset.objects.filter(round=rnd).exists():
+            continue
+        rounds[str(rnd.number)] = {"utility": utility_rows(contest, rnd, pois), "fairness": fairness_rows(contest, rnd)}
+    seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
+    return {"rounds": rounds, "n_projections": N_PROJECTIONS, "seed": PROJECTION_SEED,
+            "poi_source": None if pois is None else f"city model (seed {seed}, {len(pois)} POIs)"}
+
+
+def for_snapshot(contest: Contest) -> dict:
+    """:func:`contest_analyses` for a results snapshot; a failure is recorded, not raised,
+    so that the results themselves (minimums, awards) are never held back by an analysis."""
+    try:
+        return contest_analyses(contest)
+    except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored
+        log.exception("analyses of contest %s failed", contest.slug)
+        return {"rounds": {}, "error": f"{type(exc).__name__}: {exc}"}
