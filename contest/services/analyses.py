@@ -28,7 +28,7 @@ Decisions where SPEC 13 is silent:
 - Fairness (paper Appendix E, Table 2): the paper's four anonymizers
   (No obfuscation, MRLH(1,1,0.5), RR(1), PL(1,1)) run on every team's
   original traces of each challenge, attacked by the judge attacks exactly as
-  for Fig. 8 (:func:`contest.web.samples.evaluate_sample_anonymizers`); the
+  for Fig. 8 (:func:`contest.services.samples.evaluate_sample_anonymizers`); the
   population SD over teams of s_I,min and s_T,min.
 """
 from __future__ import annotations
@@ -129,7 +129,7 @@ def fairness_rows(contest: Contest, round_: Round, configs=FAIRNESS_ANONYMIZERS)
     """Per challenge and fixed sample anonymizer: SD over teams of s_I,min and s_T,min (paper Appendix E)."""
     from scoring.analyses import fairness
 
-    from contest.web.samples import evaluate_sample_anonymizers
+    from contest.services.samples import evaluate_sample_anonymizers
 
     out = []
     datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)

@@ -307,7 +307,7 @@ def plots(request, slug):
     # Paper Fig. 8: the sample anonymizers, when the judge evaluated them.
     samples = rv.data.get("sample_anonymizers")
     if samples is None:
-        from .samples import sample_anonymizers_for
+        from contest.services.samples import sample_anonymizers_for
         samples = sample_anonymizers_for(contest, choice) or []
     fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": s.get("label") or s.get("algorithm", ""),
                     "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}

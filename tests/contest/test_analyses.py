@@ -77,7 +77,7 @@ def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):
         assert f["sd_s_i_min"] == pytest.approx(float(np.std(s_i)), abs=1e-12)
         assert f["sd_s_t_min"] == pytest.approx(float(np.std(s_t)), abs=1e-12)
     # the reused Fig. 8 evaluation is what each team's entry holds
-    from contest.web.samples import evaluate_sample_anonymizers
+    from contest.services.samples import evaluate_sample_anonymizers
     ds = Dataset.objects.get(round__contest=contest, number=2, challenge=1)
     direct = evaluate_sample_anonymizers(contest, ds, analyses.FAIRNESS_ANONYMIZERS)
     for f in (f for f in fair if f["challenge"] == 1):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from contest.models import Dataset
-from contest.web.samples import evaluate_sample_anonymizers
+from contest.services.samples import evaluate_sample_anonymizers
 
 pytestmark = pytest.mark.django_db
 
