@@ -113,3 +113,24 @@ def move_phase(rnd, kind, opens_hours, closes_hours):
     now = timezone.now()
     Phase.objects.filter(round=rnd, kind=kind).update(opens_at=now + timedelta(hours=opens_hours),
                                                        closes_at=now + timedelta(hours=closes_hours))
+
+
+def upload_all_and_close(contest, algorithms, capture_on_commit):
+    """Every team uploads both sets made by ``algorithms[team] = (name, params)``, then the
+    anonymization phase closes (pseudonymize + judge attacks). ``capture_on_commit`` is
+    pytest-django's ``django_capture_on_commit_callbacks`` so queued jobs run in this process."""
+    from contest.models import Dataset, Phase, PublicSet
+    from contest.services import judge, uploads
+    with capture_on_commit(execute=True):
+        for team, (name, params) in algorithms.items():
+            for challenge in (1, 2):
+                ds = Dataset.objects.get(round__contest=contest, number=team, challenge=challenge)
+                uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds,
+                                              content=anonymize_csv(ds, name, seed=team, **params), name="a.csv")
+    rnd = contest.rounds.get()
+    move_phase(rnd, Phase.ANONYMIZATION, -3, -1)
+    move_phase(rnd, Phase.ATTACK, -1, 24)
+    with capture_on_commit(execute=True):
+        judge.request_close(rnd)
+    assert PublicSet.objects.filter(dataset__round=rnd).exists()
+    return contest

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contest.models import AnonymizedSet, Dataset, Phase, PublicSet
-from contest.services import analyses, data, judge, results, storage, uploads
-from tests.contest.conftest import anonymize_csv, move_phase, user
+from contest.models import AnonymizedSet, Dataset
+from contest.services import analyses, results, storage
+from tests.contest.conftest import upload_all_and_close
 
 pytestmark = pytest.mark.django_db
 
@@ -14,22 +14,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def closed_small(generated, django_capture_on_commit_callbacks):
     """Every team uploaded both sets (one deliberately invalid), and the anonymization phase closed."""
-    contest = generated
-    algos = {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 0.1}), 3: ("A1-none", {})}
-    with django_capture_on_commit_callbacks(execute=True):
-        for t in (1, 2, 3):
-            for ch in (1, 2):
-                ds = Dataset.objects.get(round__contest=contest, number=t, challenge=ch)
-                name, params = algos[t]
-                uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds,
-                                              content=anonymize_csv(ds, name, seed=t, **params), name="a.csv")
-    rnd = contest.rounds.get()
-    move_phase(rnd, Phase.ANONYMIZATION, -3, -1)
-    move_phase(rnd, Phase.ATTACK, -1, 24)
-    with django_capture_on_commit_callbacks(execute=True):
-        judge.request_close(rnd)
-    assert PublicSet.objects.filter(dataset__round=rnd).exists()
-    return contest
+    return upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 0.1}), 3: ("A1-none", {})},
+                                django_capture_on_commit_callbacks)
 
 
 def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):

@@ -14,8 +14,9 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from contest.models import AnonymizedSet, Contest, Dataset, Job, Phase, PublicSet, Team
-from contest.services import judge, results, uploads
-from tests.web.conftest import anonymize_csv, move_phase, user
+from contest.services import results
+from tests.contest.conftest import upload_all_and_close
+from tests.web.conftest import anonymize_csv, move_phase
 
 pytestmark = pytest.mark.django_db
 
@@ -36,22 +37,8 @@ def _upload(client, contest, ds, content, name="anotraces.csv", **extra):
 @pytest.fixture
 def closed(generated, django_capture_on_commit_callbacks):
     """The generated contest after every team uploaded both sets and the anonymization phase closed."""
-    contest = generated
-    algos = {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})}
-    with django_capture_on_commit_callbacks(execute=True):
-        for t in (1, 2, 3):
-            for ch in (1, 2):
-                ds = _ds(contest, t, ch)
-                name, params = algos[t]
-                uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds,
-                                              content=anonymize_csv(ds, name, seed=t, **params), name="a.csv")
-    rnd = contest.rounds.get()
-    move_phase(rnd, Phase.ANONYMIZATION, -3, -1)
-    move_phase(rnd, Phase.ATTACK, -1, 24)
-    with django_capture_on_commit_callbacks(execute=True):
-        judge.request_close(rnd)
-    assert PublicSet.objects.filter(dataset__round=rnd).exists()
-    return contest
+    return upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})},
+                                django_capture_on_commit_callbacks)
 
 
 # ------------------------------------------------------------------ public pages and embargo
