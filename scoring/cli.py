@@ -9,6 +9,9 @@ stderr with exit status 1):
 - ``pseudonymize TRUTH ANONYMIZED --pub PUB --ptable PTABLE [--seed N]``
   (prints the SHA-256 commitment of the ID table)
 - ``validate {traces,anotraces,pubtraces,ptable,etable,etraces} FILE [--truth TRUTH]``
+- ``preview REFERENCE ORIGINAL ANONYMIZED [--seed N] [--time F] [--per-user OUT.csv]``:
+  what the judge's attacks would give an anonymized set (:mod:`scoring.preview`),
+  the same figures the team page shows after an upload
 
 ``--grid info_region.csv`` selects the grid wherever one is needed (default:
 the 2019 Tokyo grid of SPEC 12). Further commands (``anonymize``,
@@ -23,7 +26,7 @@ import sys
 from . import io as sio
 from . import scores
 from .errors import ValidationError
-from .grid import Grid
+from .grid import Grid, TimeAxis
 
 
 class CommandError(Exception):
@@ -119,6 +122,36 @@ def cmd_validate(args) -> int:
     return 0
 
 
+def cmd_preview(args) -> int:
+    import csv
+    import secrets
+
+    from .preview import per_user_rows, preview
+    grid = _grid(args)
+    axis = TimeAxis.from_info_time(args.time) if args.time else None
+    reference = _read_truth(args.reference, grid)
+    truth = _read_truth(args.original, grid)
+    anon = sio.read_anotraces(args.anonymized, grid, truth)
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    result = preview(grid, reference, truth, anon, seed=seed, axis=axis, convention=args.convention,
+                     s_req=args.s_req, hospital_weight=args.hospital_weight)
+    print(f"seed {seed}")
+    print(f"s_U {result.s_u!r} ({'valid' if result.valid else 'INVALID: the judge would not attack it'}, "
+          f"s_req {args.s_req})")
+    for a in result.attacks:
+        symbol = "s_I" if a.kind == "reidentification" else "s_T"
+        print(f"{a.name:<14} {symbol} {a.score!r}")
+    print(f"s_I,min {result.s_i_min!r}")
+    print(f"s_T,min {result.s_t_min!r}")
+    if args.per_user:
+        header, rows = per_user_rows(truth, result.attacks)
+        with open(args.per_user, "w", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m scoring`` argument parser (with any plugged-in subcommands)."""
     parser = argparse.ArgumentParser(prog="python -m scoring",
@@ -165,6 +198,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--users", type=int, default=None, help="number of users m (etable, without --truth)")
     _add_grid(p)
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("preview", help="what the judge's attacks would give an anonymized set")
+    p.add_argument("reference", metavar="REFERENCE", help="your reference traces R (user_id,time_id,reg_id)")
+    p.add_argument("original", metavar="ORIGINAL", help="your original traces O (user_id,time_id,reg_id)")
+    p.add_argument("anonymized", metavar="ANONYMIZED", help="your anonymized traces (reg_id)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the pseudonymization and the attacks (default: fresh, printed)")
+    p.add_argument("--time", metavar="INFO_TIME_CSV", default=None,
+                   help="info_time.csv of the round: the clock of the 8:00-8:59 attacks (default: 2019's)")
+    p.add_argument("--per-user", metavar="OUT_CSV", default=None,
+                   help="write the per-user risk table (who is re-identified, by which attack)")
+    p.add_argument("--convention", choices=scores.CONVENTIONS, default="mean-distance",
+                   help="utility of a generalized set (default: mean-distance)")
+    p.add_argument("--s-req", type=float, default=0.7, help="utility a valid set needs (default 0.7)")
+    p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
+    _add_grid(p)
+    p.set_defaults(func=cmd_preview)
 
     try:
         from .algorithms import cli as algorithms_cli

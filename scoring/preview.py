@@ -1,0 +1,276 @@
+"""The judge's attacks as a team sees them before the deadline (a privacy preview).
+
+In 2019 the teams ran the sample attack programs against their own
+anonymized sets by hand, with their own reference traces, to estimate the
+privacy they would get. :func:`preview` does exactly what the judge does at
+phase close, on one set: pseudonymize it, run the judge's attacks (default
+I1-I3 and T1-T3, SPEC 10) with the reference traces R, and score them
+against the secret ID table and the original traces O. It also keeps, per
+user, what each attack learnt (:class:`AttackOutcome`), which is what a team
+needs to see *which* users leak (:func:`per_user_rows`, :func:`leak_map`).
+
+Nothing here is a different judge: :func:`run_attack` is the one function
+that runs a registered attack with the contest's clock and scores it, so a
+preview with the same pseudonymized set and seeds gives the same numbers as
+the judge.
+
+Shapes: m users, L original time ids, M regions. Users are always reported
+in the original traces' user order (``original.user_ids``), whatever the
+pseudonym order was.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import scores
+from .algorithms.attacks import home_slots, parse_slots, slot_mask
+from .algorithms.registry import Algorithm, get, judge_defaults
+from .grid import Grid, TimeAxis
+from .pseudonymize import Pseudonymized, pseudonymize
+from .traces import AnonymizedTraces, Traces
+
+
+def derived_seed(base_seed: int, *parts) -> int:
+    """A 63-bit seed derived from ``base_seed`` and labels (SHA-256, so seeds of different labels are unrelated)."""
+    text = ":".join(str(p) for p in (base_seed, *parts))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class AttackOutcome:
+    """One attack's result on one pseudonymized set.
+
+    Attributes:
+        name: registered algorithm name (e.g. ``I2-VisitProb``).
+        kind: ``reidentification`` or ``trace_inference``.
+        seed: the seed it ran with.
+        params: the parameter values it ran with.
+        output: the etable ((m,) estimated user id per pseudonym, ascending
+            pseudonyms) or the estimated traces (:class:`Traces`, users in
+            original order).
+        score: s_I or s_T of the output.
+        reidentified: (m,) bool, per user in original order, True where the
+            attack named that user's pseudonym correctly (re-identification only).
+        error: (m,) float64, per user in original order, the user's
+            hospital-weighted mean of min(1, d/lambda_T) over its events
+            (trace inference only; 1 = every event at least lambda_T off).
+        contribution: (m,) float64 per user such that ``contribution.sum() ==
+            score`` (up to rounding): ``(1 - reidentified) / m`` for s_I, the
+            user's weighted error over the set's total weight for s_T.
+    """
+
+    name: str
+    kind: str
+    seed: int
+    params: dict
+    output: object
+    score: float
+    reidentified: np.ndarray | None = None
+    error: np.ndarray | None = None
+    contribution: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+def _user_order(original: Traces, user_ids_of_pseudonyms: np.ndarray) -> np.ndarray:
+    """(m,) index of each pseudonym's user in ``original.user_ids`` (ascending user ids)."""
+    return np.searchsorted(original.user_ids, user_ids_of_pseudonyms)
+
+
+def reidentification_outcome(original: Traces, true_users: np.ndarray, estimate: np.ndarray) -> tuple:
+    """Per-user view of an etable: (score, reidentified (m,), contribution (m,)) in original user order."""
+    true_users = np.asarray(true_users, dtype=np.int64)
+    correct_by_pseudonym = np.asarray(estimate, dtype=np.int64) == true_users
+    reidentified = np.zeros(original.m, dtype=bool)
+    reidentified[_user_order(original, true_users)] = correct_by_pseudonym
+    score = scores.reidentification(true_users, estimate)
+    return score, reidentified, (~reidentified).astype(np.float64) / original.m
+
+
+def trace_inference_outcome(grid: Grid, original: Traces, estimate: Traces, *, lambda_t: float = 2.0,
+                            hospital_weight: float = 10.0) -> tuple:
+    """Per-user view of estimated traces: (score, error (m,), contribution (m,))."""
+    per_event = scores.trace_inference_per_event(grid, original, estimate, lambda_t=lambda_t)
+    w = grid.region_weights(hospital_weight)[original.regions]
+    num = (w * per_event).sum(axis=1)
+    den = w.sum(axis=1)
+    score = scores.trace_inference(grid, original, estimate, lambda_t=lambda_t, hospital_weight=hospital_weight)
+    return score, num / den, num / den.sum()
+
+
+def run_attack(algorithm: Algorithm | str, grid: Grid, reference: Traces, pub: AnonymizedTraces, *, seed: int,
+               original: Traces, true_users: np.ndarray, axis: TimeAxis | None = None, lambda_t: float = 2.0,
+               hospital_weight: float = 10.0, params: dict | None = None) -> AttackOutcome:
+    """Run one attack as the judge does and score it.
+
+    Args:
+        algorithm: a registered re-identification or trace-inference attack (or its name).
+        grid: the contest grid.
+        reference: reference traces R of the set's users, regions (m, S*Lr).
+        pub: the pseudonymized traces (pseudonyms m+1..2m ascending), events (m, S*Lo).
+        seed: the attack's seed (the judge derives one per contest, set and attack).
+        original: original traces O (the truth), regions (m, S*Lo).
+        true_users: (m,) the secret ID table f: user id of each pseudonym, ascending pseudonyms.
+        axis: the contest's clock; the slot-of-day attacks (I3/T3) follow it
+            (default: the 2019 clock).
+        params: parameter overrides on top of the axis' values.
+    """
+    if isinstance(algorithm, str):
+        algorithm = get(algorithm)
+    resolved = algorithm.resolve({**algorithm.axis_params(axis or TimeAxis()), **(params or {})})
+    out = algorithm.run(grid, reference, pub, seed=seed, **resolved)
+    if algorithm.kind == "reidentification":
+        score, reidentified, contribution = reidentification_outcome(original, true_users, out)
+        return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
+                             reidentified=reidentified, contribution=contribution)
+    if algorithm.kind == "trace_inference":
+        score, error, contribution = trace_inference_outcome(grid, original, out, lambda_t=lambda_t,
+                                                             hospital_weight=hospital_weight)
+        return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
+                             error=error, contribution=contribution)
+    raise ValueError(f"{algorithm.name} is a {algorithm.kind}, not an attack")
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What the judge's attacks would give one anonymized set.
+
+    Attributes:
+        s_u: utility of the set; ``valid`` is ``s_u >= s_req``.
+        attacks: one :class:`AttackOutcome` per judge attack, in the order run.
+        s_i_min / s_t_min: minimum over the re-identification / trace-inference
+            attacks (None if no attack of that kind ran).
+        pseudonymized: the private pseudonymization the attacks ran on.
+    """
+
+    s_u: float
+    valid: bool
+    attacks: list[AttackOutcome]
+    pseudonymized: Pseudonymized
+
+    def _min(self, kind: str) -> float | None:
+        values = [a.score for a in self.attacks if a.kind == kind]
+        return min(values) if values else None
+
+    @property
+    def s_i_min(self) -> float | None:
+        return self._min("reidentification")
+
+    @property
+    def s_t_min(self) -> float | None:
+        return self._min("trace_inference")
+
+    def as_dict(self) -> dict:
+        """JSON-ready summary (no per-user data)."""
+        return {"s_u": self.s_u, "valid": self.valid, "s_i_min": self.s_i_min, "s_t_min": self.s_t_min,
+                "attacks": [{"name": a.name, "kind": a.kind, "score": a.score, "seed": a.seed}
+                            for a in self.attacks]}
+
+
+def preview(grid: Grid, reference: Traces, original: Traces, anonymized: AnonymizedTraces, *, seed: int,
+            attacks: list[str] | None = None, axis: TimeAxis | None = None,
+            convention: str = "mean-distance", lambda_u: float = 2.0, s_req: float = 0.7,
+            lambda_t: float = 2.0, hospital_weight: float = 10.0,
+            pseudonymized: Pseudonymized | None = None) -> Preview:
+    """Score ``anonymized`` for utility and attack it as the judge would.
+
+    Args:
+        reference: the team's reference traces R, (m, S*Lr).
+        original: the team's original traces O, (m, S*Lo).
+        anonymized: the anonymized set, events (m, S*Lo), same users and time ids as O.
+        seed: base seed; the pseudonymization uses it, and attack ``name`` runs with
+            ``derived_seed(seed, name)``.
+        attacks: attack names (default: the judge's defaults, I1-I3 and T1-T3).
+        pseudonymized: an existing pseudonymization of ``anonymized`` to attack
+            instead of drawing one (the judge's own, to compare).
+    Every attack runs even on an invalid set (it is a preview); ``valid`` says
+    whether the judge would attack it at all.
+    """
+    s_u = scores.utility(grid, original, anonymized, convention=convention, lambda_u=lambda_u)
+    pseud = pseudonymized or pseudonymize(anonymized, seed=seed)
+    names = attacks if attacks is not None else [a.name for a in judge_defaults()]
+    outcomes = [run_attack(name, grid, reference, pseud.pubtraces, seed=derived_seed(seed, name),
+                           original=original, true_users=pseud.user_ids, axis=axis, lambda_t=lambda_t,
+                           hospital_weight=hospital_weight)
+                for name in names]
+    return Preview(float(s_u), scores.is_valid(s_u, s_req), outcomes, pseud)
+
+
+PER_USER_HEADER = ("user_id", "reidentified_by", "n_reidentified", "trace_error_min", "closest_trace_attack",
+                   "s_i_contribution", "s_t_contribution")
+
+
+def per_user_rows(original: Traces, outcomes: list[AttackOutcome]) -> tuple[tuple, list[tuple]]:
+    """Per-user risk table of one set: (header, rows), one row per user in ascending user id.
+
+    Columns: the user; the re-identification attacks that named it (``;``
+    separated); how many did; the smallest trace error any trace-inference
+    attack left on it and which attack that was; and the user's share of the
+    minimum s_I and minimum s_T (the attack achieving each minimum), so that
+    each share column sums to that minimum.
+    """
+    reid = [a for a in outcomes if a.kind == "reidentification"]
+    trace = [a for a in outcomes if a.kind == "trace_inference"]
+    m = original.m
+    hit = np.stack([a.reidentified for a in reid]) if reid else np.zeros((0, m), bool)
+    names = np.array([a.name for a in reid], dtype=object)
+    by = [";".join(names[hit[:, i]]) for i in range(m)] if reid else [""] * m
+    n_hit = hit.sum(axis=0)
+    if trace:
+        err = np.stack([a.error for a in trace])
+        worst = err.argmin(axis=0)
+        err_min = err.min(axis=0)
+        t_best = min(trace, key=lambda a: a.score)
+        t_share = t_best.contribution
+        worst_name = [trace[k].name for k in worst]
+    else:
+        err_min = t_share = np.full(m, np.nan)
+        worst_name = [""] * m
+    i_share = min(reid, key=lambda a: a.score).contribution if reid else np.full(m, np.nan)
+    rows = [(int(original.user_ids[i]), by[i], int(n_hit[i]), float(err_min[i]), worst_name[i],
+             float(i_share[i]), float(t_share[i])) for i in range(m)]
+    return PER_USER_HEADER, rows
+
+
+def leak_map(grid: Grid, original: Traces, anonymized: AnonymizedTraces, outcomes: list[AttackOutcome], *,
+             slots_per_day: int = 20, home: str | None = None, axis: TimeAxis | None = None) -> dict:
+    """Where re-identified users' traces leak, per region.
+
+    A user counts as re-identified if any re-identification attack named it.
+    For those users:
+
+    - ``home``: (M,) number of re-identified users whose home region (their
+      most frequent original region in the home slots, 8:00-8:59 by default,
+      the slots I3/T3 use) is each region;
+    - ``exposed``: (M,) number of their original events at each region that
+      the anonymized set leaves exact (published as that single region);
+    - ``frequent``: (M,) number of re-identified users for whom the region is
+      their most frequent original region overall.
+
+    Returns a dict of those three (M,) int64 arrays plus ``users`` (the count of
+    re-identified users).
+    """
+    M = grid.M
+    reid = [a.reidentified for a in outcomes if a.kind == "reidentification"]
+    hit = np.any(np.stack(reid), axis=0) if reid else np.zeros(original.m, bool)
+    regions = original.regions[hit].astype(np.int64)
+    events = anonymized.events[hit]
+    if axis is not None:
+        slots_per_day = axis.slots_per_day
+        home = home or home_slots(axis)
+    home = home or "0,1"
+    mask = slot_mask(original.time_ids, slots_per_day, parse_slots(home))
+    exposed = np.bincount(regions[events == regions], minlength=M)
+    return {"users": int(hit.sum()), "home": _modal_counts(regions[:, mask], M),
+            "frequent": _modal_counts(regions, M), "exposed": exposed.astype(np.int64)}
+
+
+def _modal_counts(regions: np.ndarray, M: int) -> np.ndarray:
+    """(M,) how many rows of ``regions`` (n, k) have each region as their most frequent (lowest id on ties)."""
+    if regions.size == 0:
+        return np.zeros(M, dtype=np.int64)
+    n = regions.shape[0]
+    rows = np.repeat(np.arange(n, dtype=np.int64), regions.shape[1])
+    counts = np.bincount(rows * M + regions.ravel(), minlength=n * M).reshape(n, M)
+    return np.bincount(counts.argmax(axis=1), minlength=M).astype(np.int64)
