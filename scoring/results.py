@@ -250,6 +250,7 @@ class Standing:
     team: int
     value: float
     final_submission_at: datetime | None
+    tied: bool = False  # another team in this ranking has the same value (to TIE_DECIMALS)
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,7 @@ class Results:
     awards: tuple[Award, ...]
     standings: tuple[tuple[str, tuple[Standing, ...]], ...]
     ignored: tuple[str, ...] = field(default=())
+    leaderboards: tuple[tuple[str, tuple[Standing, ...]], ...] = field(default=())
 
     # ----- look-ups ------------------------------------------------------
     def set_result(self, ref: SetRef) -> SetResult:
@@ -336,7 +338,7 @@ def _jsonable(obj):
         out = {}
         for f in fields(obj):
             v = getattr(obj, f.name)
-            if f.name == "standings":
+            if f.name in ("standings", "leaderboards"):
                 out[f.name] = {name: [_jsonable(s) for s in rows] for name, rows in v}
             elif f.name == "round_weights":
                 out[f.name] = [{"round": r, "weight": w} for r, w in v]
@@ -373,6 +375,74 @@ def _check_time(t, what: str):
 def _latest(times: Iterable[datetime | None]) -> datetime | None:
     ts = [t for t in times if t is not None]
     return max(ts) if ts else None
+
+
+def _ranking(candidates, value: Mapping[int, float], higher_is_better: bool,
+             times: Mapping[int, datetime | None], tie_break: str):
+    """The one ranking rule of the platform (awards and leaderboards alike).
+
+    Returns ``(order, key)``: the candidate team ids, best first, and the sort
+    key, ``(rounded value, tie-break, team id)``, so callers can tell what
+    separated two neighbours.
+    """
+    def key(t):
+        v = round(value[t], TIE_DECIMALS)
+        tb = ()
+        if tie_break == TIE_EARLIER_FINAL_SUBMISSION:
+            tb = (0, times[t].timestamp()) if times[t] is not None else (1, 0.0)
+        return (-v if higher_is_better else v, tb, t)
+    return sorted(candidates, key=key), key
+
+
+def _standings(order, key, value, times) -> tuple[Standing, ...]:
+    """Positions 1.. of ``order``; ``tied`` marks teams sharing their rounded value with another."""
+    counts: dict = {}
+    for t in order:
+        counts[key(t)[0]] = counts.get(key(t)[0], 0) + 1
+    return tuple(Standing(position=i + 1, team=t, value=value[t], final_submission_at=times[t],
+                          tied=counts[key(t)[0]] > 1)
+                 for i, t in enumerate(order))
+
+
+#: Name of the weighted-total leaderboard in :attr:`Results.leaderboards`.
+LEADERBOARD_TOTAL = "total"
+
+
+def leaderboard_name(round_no: int, challenge: int | None = None) -> str:
+    """Key of a round's leaderboard (``challenge`` None: teams by overall; else that challenge's sets)."""
+    return f"round-{round_no}" if challenge is None else f"round-{round_no}-challenge-{challenge}"
+
+
+def _leaderboards(team_ids, rounds, sets, set_min, team_rounds, team_totals, tie_break):
+    """What the leaderboard pages show, ranked by the awards' rule (:func:`_ranking`).
+
+    - ``"total"``: every team by weighted overall, final submission = its latest final set.
+    - ``"round-R"``: every team by that round's overall, final submission = its latest set of the round.
+    - ``"round-R-challenge-C"``: each submitted team set of challenge C by its minimum of that
+      challenge's kind (s_I,min for IDP, s_T,min for TRP), final submission = that set's upload.
+    """
+    boards = []
+
+    def board(name, candidates, value, times):
+        order, key = _ranking(candidates, value, True, times, tie_break)
+        boards.append((name, _standings(order, key, value, times)))
+
+    def latest_set(t, round_no=None):
+        return _latest(row.submitted_at for ref, row in sets.items()
+                       if ref.team == t and (round_no is None or ref.round == round_no))
+
+    board(LEADERBOARD_TOTAL, team_ids, {tt.team: tt.overall for tt in team_totals},
+          {t: latest_set(t) for t in team_ids})
+    for r in rounds:
+        board(leaderboard_name(r), team_ids, {tr.team: tr.overall for tr in team_rounds if tr.round == r},
+              {t: latest_set(t, r) for t in team_ids})
+        for c in CHALLENGES:
+            mine = {ref.team: set_min[ref] for ref in sets if ref.round == r and ref.challenge == c
+                    and ref.team in team_ids}
+            board(leaderboard_name(r, c), sorted(mine),
+                  {t: (s.s_i_min if c == IDP else s.s_t_min) for t, s in mine.items()},
+                  {t: s.submitted_at for t, s in mine.items()})
+    return tuple(boards)
 
 
 def compute_results(
@@ -558,25 +628,13 @@ def compute_results(
         return _latest(row.submitted_at for ref, row in sets.items()
                        if ref.team == t and ref.challenge in challenges)
 
-    def ranking(candidates, value, higher_is_better, times):
-        def key(t):
-            v = round(value[t], TIE_DECIMALS)
-            tb = ()
-            if tie_break == TIE_EARLIER_FINAL_SUBMISSION:
-                tb = (0, times[t].timestamp()) if times[t] is not None else (1, 0.0)
-            return (-v if higher_is_better else v, tb, t)
-        order = sorted(candidates, key=key)
-        return order, key
-
     awards: list[Award] = []
     standings: list[tuple[str, tuple[Standing, ...]]] = []
 
     def award(name, candidates, value, higher_is_better, times, n_places=1, excluded=()):
         pool = [t for t in candidates if t not in excluded]
-        order, key = ranking(pool, value, higher_is_better, times)
-        standings.append((name, tuple(
-            Standing(position=i + 1, team=t, value=value[t], final_submission_at=times[t])
-            for i, t in enumerate(order))))
+        order, key = _ranking(pool, value, higher_is_better, times, tie_break)
+        standings.append((name, _standings(order, key, value, times)))
         winners = []
         for place in range(1, min(n_places, len(order)) + 1):
             t = order[place - 1]
@@ -634,4 +692,5 @@ def compute_results(
         teams=team_ids, benchmark_team=benchmark_team,
         sets=tuple(set_results), team_rounds=tuple(team_rounds), team_totals=team_totals,
         matrix=matrix, awards=tuple(awards), standings=tuple(standings),
-        ignored=tuple(sorted(ignored)))
+        ignored=tuple(sorted(ignored)),
+        leaderboards=_leaderboards(team_ids, rounds, sets, set_min, team_rounds, team_totals, tie_break))

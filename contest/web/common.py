@@ -6,7 +6,6 @@ core's ``contest.permissions``.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -171,30 +170,17 @@ class ResultsView:
         out = [s for s in self.data.get("sets", []) if round_no is None or s["set"]["round"] == round_no]
         return sorted(out, key=lambda s: (s["set"]["round"], s["set"]["team"], s["set"]["challenge"]))
 
-    def final_time(self, team: int, round_no: int | None) -> str | None:
-        times = [s.get("submitted_at") for s in self.sets(round_no) if s["set"]["team"] == team and s.get("submitted_at")]
-        return max(times) if times else None
+    def leaderboard(self, name: str) -> list[dict]:
+        """A leaderboard of the snapshot (``scoring.results.Results.leaderboards``), best first.
 
-
-def rank_rows(rows: list[dict], value_key: str, *, higher_is_better: bool = True) -> list[dict]:
-    """Positions with the declared tie-break: equal values (to 12 decimals) go to the earlier final submission."""
-    def key(r):
-        v = r.get(value_key)
-        v = -math.inf if v is None else round(float(v), 12)
-        t = r.get("final_at") or "9999"
-        return ((-v if higher_is_better else v), t, r.get("team", 0))
-    ordered = sorted(rows, key=key)
-    prev_value = object()
-    for i, r in enumerate(ordered, start=1):
-        r["rank"] = i
-        v = r.get(value_key)
-        r["tied"] = v is not None and prev_value is not None and prev_value == (round(float(v), 12) if v is not None else None)
-        prev_value = round(float(v), 12) if v is not None else None
-    # mark both members of a tie
-    for a, b in zip(ordered, ordered[1:]):
-        if b["tied"]:
-            a["tied"] = True
-    return ordered
+        A snapshot computed before leaderboards were stored has none: its teams come in number
+        order without positions, and the page asks the organizers to compute the results again.
+        """
+        boards = self.data.get("leaderboards")
+        if boards is not None:
+            return boards.get(name, [])
+        return [{"team": t, "position": None, "tied": False, "final_submission_at": None}
+                for t in self.data.get("teams", [])]
 
 
 # ---------------------------------------------------------------- colours

@@ -19,10 +19,11 @@ from django.utils.translation import gettext_noop
 
 from contest.models import IDP, TRP, Contest
 from contest.services import teams
+from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
 
 from . import access
 from .common import (CHALLENGE_SHORT, ResultsView, challenge_name, contest_state, get_contest, heat_style, page,
-                     phase_rows, rank_rows, visible_snapshot)
+                     phase_rows, visible_snapshot)
 from .forms import JoinTeamForm, SignUpForm
 
 KIND_METRIC = {"reidentification": "s_I", "trace_inference": "s_T"}
@@ -104,12 +105,13 @@ def _embargo(request, contest, sub, title):
 
 
 def leaderboard(request, slug):
+    """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
+    positions the judge computed with the awards' ranking rule: the page never ranks."""
     contest = get_contest(slug)
     rv, preview = _results(request, contest)
     if rv is None:
         return _embargo(request, contest, "leaderboard", _("Leaderboard"))
     choice = _round_choice(request, rv)
-    teams = [t for t in rv.data.get("teams", [])]
     if choice == "total":
         source = {r["team"]: r for r in rv.data.get("team_totals", [])}
         round_no = None
@@ -118,44 +120,40 @@ def leaderboard(request, slug):
         round_no = choice
     sets = {(s["set"]["team"], s["set"]["challenge"]): s for s in rv.sets(round_no)} if round_no else {}
     rows = []
-    for t in teams:
-        r = source.get(t)
-        if r is None:
-            continue
+    for st in rv.leaderboard(LEADERBOARD_TOTAL if round_no is None else leaderboard_name(round_no)):
+        t = st["team"]
+        r = source[t]
         rows.append({
-            "team": t, "label": rv.team_label(t), "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
+            "team": t, "rank": st["position"], "tied": st["tied"], "label": rv.team_label(t),
+            "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
             "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
-            "final_at": rv.final_time(t, round_no),
+            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest.tz),
             "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
             "is_own": _is_own(request, contest, t),
         })
-    rows = rank_rows(rows, "overall")
-    for r in rows:
-        r["final_local"] = _local(r["final_at"], contest.tz)
     challenge_tables = []
     if round_no is not None:
         for ch in (IDP, TRP):
+            by_team = {s["set"]["team"]: s for s in rv.sets(round_no) if s["set"]["challenge"] == ch}
+            ranked = [(st["position"], st["tied"], by_team[st["team"]])
+                      for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st["team"] in by_team]
+            bench = [(None, False, s) for s in by_team.values() if s.get("benchmark")]
             srows = []
-            for s in rv.sets(round_no):
-                if s["set"]["challenge"] != ch:
-                    continue
+            for position, tied, s in ranked + bench:
                 t = s["set"]["team"]
-                srows.append({"team": t, "label": rv.team_label(t), "benchmark": s.get("benchmark"), "s_u": s["s_u"],
+                srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
+                              "benchmark": s.get("benchmark"), "s_u": s["s_u"],
                               "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
                               "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
                               "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
                               "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
-                              "final_at": s.get("submitted_at"), "is_own": _is_own(request, contest, t)})
-            key = "s_i_min" if ch == IDP else "s_t_min"
-            bench = [r for r in srows if r["benchmark"]]
-            srows = rank_rows([r for r in srows if not r["benchmark"]], key) + bench
-            for r in srows:
-                r["final_local"] = _local(r["final_at"], contest.tz)
+                              "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest.tz),
+                              "is_own": _is_own(request, contest, t)})
             challenge_tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
-                                     "key": key, "rows": srows})
+                                     "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
     ctx = {"rv": rv, "preview": preview, "choice": choice, "rows": rows, "challenge_tables": challenge_tables,
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
-           "tz": contest.tz}
+           "tz": contest.tz, "unranked": "leaderboards" not in rv.data}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
 

@@ -341,3 +341,21 @@ def test_to_dict_is_json(res):
     assert a3["team"] == 2 and a3["decided_by"] == "earlier-final-submission"
     assert [x["team"] for x in d["standings"][OVERALL]] == [3, 4, 2, 1]
     assert d["standings"][OVERALL][2]["final_submission_at"] == "2019-10-20T09:00:00+00:00"
+
+
+def test_leaderboards_rank_as_the_awards_do(res):
+    """Every team here has a valid set, so the total leaderboard is the overall award's standing."""
+    board = dict(res.leaderboards)
+    assert [s.team for s in board["total"]] == [3, 4, 2, 1]
+    assert [(s.position, s.tied) for s in board["total"]] == [(1, False), (2, False), (3, True), (4, True)]
+    # per round, from test_team_rounds: the round-1 and round-2 ties of teams 1 and 2 go to team 2,
+    # whose latest set of the round was earlier (10 Oct 08:00 < 09:00; 20 Oct 09:00 < 11:00)
+    assert [s.team for s in board["round-1"]] == [2, 1, 3, 4]
+    assert [s.team for s in board["round-2"]] == [3, 4, 2, 1]
+    # per challenge: the submitted sets by s_I,min (IDP) or s_T,min (TRP); team 3's invalid
+    # round-1 IDP set scores 0, team 4 submitted no round-1 TRP set; round-2 TRP: teams 1 and 3
+    # tie at 0.4 and team 1's set (20 Oct 11:00) is earlier than team 3's (12:00)
+    assert [s.team for s in board["round-1-challenge-1"]] == [1, 2, 4, 3]
+    assert [s.team for s in board["round-1-challenge-2"]] == [3, 2, 1]
+    assert [s.team for s in board["round-2-challenge-1"]] == [3, 1, 2, 4]
+    assert [(s.team, s.tied) for s in board["round-2-challenge-2"]] == [(4, False), (2, False), (1, True), (3, True)]

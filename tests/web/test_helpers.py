@@ -4,24 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from contest.web.common import heat_style, rank_rows
+from contest.web.common import heat_style
 from contest.web.team import population_shares
 from contest.web.views import correlation
 from scoring.grid import Grid
 from scoring.traces import AnonymizedTraces, SetTable, Traces
-
-
-def test_rank_rows_breaks_ties_by_earlier_final_submission():
-    rows = [
-        {"team": 1, "overall": 0.5, "final_at": "2026-01-02T10:00:00+00:00"},
-        {"team": 2, "overall": 0.5 + 1e-15, "final_at": "2026-01-01T10:00:00+00:00"},  # equal to 12 decimals
-        {"team": 3, "overall": 0.9, "final_at": None},
-        {"team": 4, "overall": 0.1, "final_at": None},
-    ]
-    ranked = rank_rows(rows, "overall")
-    assert [r["team"] for r in ranked] == [3, 2, 1, 4]
-    assert [r["rank"] for r in ranked] == [1, 2, 3, 4]
-    assert [r["tied"] for r in ranked] == [False, True, True, False]
 
 
 def test_heat_style_ends_of_the_scale_and_readable_text():
