@@ -1,10 +1,13 @@
 # TraceCup: the two commands (`make demo`, `make test`) and friends.
-# Everything runs from a project-local virtual environment built from requirements.txt.
+# Everything runs from a project-local virtual environment: `make demo` installs the runtime
+# (requirements.txt), `make test` also the development tools (requirements-dev.txt).
+# Each stamp is remade when its requirements file (or the runtime one it includes) changes.
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: demo test bench venv clean help
 
@@ -17,18 +20,23 @@ help:
 venv: $(STAMP)
 
 $(STAMP): requirements.txt
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	@touch $(STAMP)
 
+$(DEV_STAMP): $(STAMP) requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(DEV_STAMP)
+
 demo: $(STAMP)
 	$(PY) manage.py demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
+	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(PY) -m scoring.bench
 	$(PY) -m scoring.algorithms.bench
 	$(PY) -m synth.bench

@@ -44,8 +44,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contest.models import (AnonymizedSet, Attack, Contest, Dataset, JudgeAttackResult, Membership, Phase,
-                            PublicSet, Team)
+from contest.models import (
+    AnonymizedSet,
+    Attack,
+    Contest,
+    Dataset,
+    JudgeAttackResult,
+    Membership,
+    Phase,
+    PublicSet,
+    Team,
+)
 
 
 @dataclass(frozen=True)

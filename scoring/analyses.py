@@ -52,7 +52,7 @@ Decisions where SPEC 13 is silent
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp

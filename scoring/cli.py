@@ -42,7 +42,7 @@ def _add_grid(p: argparse.ArgumentParser) -> None:
                    help="info_region.csv of the contest grid (default: the 2019 Tokyo 32x32 grid)")
 
 
-def _read_truth(path, grid) -> "sio.Traces":
+def _read_truth(path, grid) -> sio.Traces:
     try:
         return sio.read_traces(path, grid)
     except ValidationError as exc:

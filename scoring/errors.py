@@ -80,7 +80,7 @@ class ValidationError(Exception):
 
     @classmethod
     def single(cls, message: str, line: int | None = None, column: str | None = None,
-               value: str | None = None, source: str | None = None) -> "ValidationError":
+               value: str | None = None, source: str | None = None) -> ValidationError:
         return cls([Issue(line, column, value, message)], source=source)
 
     def __str__(self) -> str:

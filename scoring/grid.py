@@ -138,7 +138,7 @@ class Grid:
 
     # ----- info_region.csv ------------------------------------------------
     @classmethod
-    def from_info_region(cls, source, km_lat: float = 111.0, km_lon: float = 91.0) -> "Grid":
+    def from_info_region(cls, source, km_lat: float = 111.0, km_lon: float = 91.0) -> Grid:
         """Read a grid from an ``info_region.csv`` (path or text).
 
         The box is recovered from the centres: cell size from the spacing of
@@ -157,7 +157,7 @@ class Grid:
         nx, ny = int(xid.max()), int(yid.max())
         if len(body) != nx * ny or not np.array_equal(reg, (yid - 1) * nx + xid):
             raise ValueError("info_region: region ids are not row-major y*NX + x + 1 over a full grid")
-        xs = np.unique(xc); ys = np.unique(yc)
+        xs, ys = np.unique(xc), np.unique(yc)
         w = (xs[-1] - xs[0]) / (nx - 1) if nx > 1 else 0.0
         h = (ys[-1] - ys[0]) / (ny - 1) if ny > 1 else 0.0
         if w <= 0 or h <= 0:
@@ -252,7 +252,7 @@ class TimeAxis:
         Path(path).write_text(self.info_time_csv(), encoding="utf-8")
 
     @classmethod
-    def from_info_time(cls, source) -> "TimeAxis":
+    def from_info_time(cls, source) -> TimeAxis:
         """Read an ``info_time.csv`` (path or text) back into a TimeAxis."""
         text = Path(source).read_text(encoding="utf-8-sig") if not isinstance(source, str) or "\n" not in source else source
         rows = [r for r in csv.reader(io.StringIO(text.replace("\r\n", "\n"))) if r]

@@ -85,9 +85,9 @@ Decisions where SPEC is silent (also in the issue note)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
-from typing import Iterable, Mapping, Sequence
 
 IDP = 1
 TRP = 2

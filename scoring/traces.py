@@ -43,7 +43,7 @@ class Traces:
     def L(self) -> int:
         return len(self.time_ids)
 
-    def select_times(self, mask) -> "Traces":
+    def select_times(self, mask) -> Traces:
         """The same users restricted to the time ids where ``mask`` (L,) is True."""
         mask = np.asarray(mask, dtype=bool)
         return Traces(self.user_ids, self.time_ids[mask], self.regions[:, mask])
@@ -85,13 +85,13 @@ class SetTable:
         return self.members[self.indptr[set_id]:self.indptr[set_id + 1]]
 
     @classmethod
-    def singletons(cls, M: int) -> "SetTable":
+    def singletons(cls, M: int) -> SetTable:
         """The table holding only the M singletons and the deletion."""
         indptr = np.concatenate([np.arange(M + 1, dtype=np.int64), [M]])
         return cls(M, indptr, np.arange(M, dtype=np.int32))
 
     @classmethod
-    def from_members(cls, M: int, sizes, members) -> "SetTable":
+    def from_members(cls, M: int, sizes, members) -> SetTable:
         """Singletons, the deletion, then generalized sets given back to back.
 
         Args:
@@ -107,7 +107,7 @@ class SetTable:
         return cls(M, indptr, np.concatenate([base.members, np.asarray(members, dtype=np.int32)]))
 
     @classmethod
-    def from_sets(cls, M: int, generalized: list) -> "SetTable":
+    def from_sets(cls, M: int, generalized: list) -> SetTable:
         """Singletons, the deletion, then each of ``generalized`` (iterables of >= 2 distinct regions)."""
         arrays = [np.sort(np.asarray(list(g), dtype=np.int32)) for g in generalized]
         sizes = np.array([len(a) for a in arrays], dtype=np.int64)
@@ -144,7 +144,7 @@ class AnonymizedTraces:
         return len(self.time_ids)
 
     @classmethod
-    def from_traces(cls, traces: Traces, M: int) -> "AnonymizedTraces":
+    def from_traces(cls, traces: Traces, M: int) -> AnonymizedTraces:
         """Plain traces seen as unobfuscated anonymized traces (A1-none)."""
         return cls(traces.user_ids, traces.time_ids, traces.regions.astype(np.int32, copy=False),
                    SetTable.singletons(M))

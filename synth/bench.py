@@ -30,10 +30,11 @@ def _peak_mb() -> float:
 
 
 def phase_train(data: Path, model_path: Path, sweeps: int) -> dict:
+    import numpy as np
+
     from scoring.grid import Grid
     from scoring.io import read_traces
     from synth.ppmtf import build_tensors, reconstruction_rmse, train
-    import numpy as np
     grid = Grid.from_info_region(data.parent / "tokyo" / "info_region.csv") \
         if (data.parent / "tokyo" / "info_region.csv").exists() else Grid()
     traces = read_traces(data / "traintraces_TK.csv", grid)

@@ -241,7 +241,8 @@ class CityModel:
         rings = (np.exp(-0.5 * ((d - ring_r) / ring_w) ** 2) * self.hub_weight).sum(1)
         texture = lambda sigma: rng.lognormal(0.0, sigma, size=M)  # noqa: E731 - tiny local helper
         business = (core + self.business_floor * core.max()) * texture(self.texture)
-        residential = (rings / rings.max() + self.residential_background) * (1.0 - 0.6 * core / core.max()) * texture(self.texture)
+        residential = ((rings / rings.max() + self.residential_background) * (1.0 - 0.6 * core / core.max())
+                       * texture(self.texture))
         n_parks = max(1, int(round(4 * M / 1024)) or 1)
         park_xy = rng.uniform(0.05, 0.95, size=(n_parks, 2)) * np.array([self.height_km, self.width_km])
         dp = np.sqrt(((self.xy_km[:, None, :] - park_xy[None]) ** 2).sum(-1))

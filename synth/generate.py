@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -126,7 +126,7 @@ class TransitionSupport:
     full: bool
 
     @classmethod
-    def of(cls, model: PPMTFModel, read_trans: bool = True) -> "TransitionSupport":
+    def of(cls, model: PPMTFModel, read_trans: bool = True) -> TransitionSupport:
         M = model.M
         keys = (np.asarray(model.trans_support, dtype=np.int64) if read_trans
                 else np.arange(M * M, dtype=np.int64))
@@ -471,7 +471,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def generate_set(model: PPMTFModel, synth: "Synthesizer", out_dir, team: int, data_no: int, flag: str,
+def generate_set(model: PPMTFModel, synth: Synthesizer, out_dir, team: int, data_no: int, flag: str,
                  *, users: int = 2000, ref_days: int = 20, org_days: int = 20, seed: int = 0) -> dict:
     """Generate one (team, challenge) set: fresh users, R and O files; return their names.
 

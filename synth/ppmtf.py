@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import scipy.stats
@@ -475,7 +475,7 @@ class PPMTFModel:
                             meta=np.frombuffer(json.dumps(meta, sort_keys=True).encode(), np.uint8))
 
     @classmethod
-    def load(cls, source) -> "PPMTFModel":
+    def load(cls, source) -> PPMTFModel:
         """Read a model written by :meth:`save` (path, bytes or binary file object)."""
         if isinstance(source, (bytes, bytearray)):
             source = io.BytesIO(source)
@@ -567,7 +567,7 @@ def train(traces: Traces, nx: int | Grid, ny: int | None = None, *, slots_per_da
         for name in names:
             lo, hi = spans[name]
             hyper[name] = draw_hyper(Z[lo:hi], rng, prior, centered_scatter=centered_scatter)
-        for name, grouping, rows in (("A", by_user, [("A", N)]), ("B", by_first, [("B", M)]),
+        for _name, grouping, rows in (("A", by_user, [("A", N)]), ("B", by_first, [("B", M)]),
                                      ("CD", by_third, [("C", M), ("D", T)])):
             G, h = _gram(grouping, Z, K)
             mu = np.concatenate([np.broadcast_to(hyper[x][0], (n, K)) for x, n in rows])

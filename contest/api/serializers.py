@@ -3,8 +3,20 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from contest.models import (AnonymizedSet, Attack, Award, Contest, Dataset, Job, Phase, PublicSet, Round, Score,
-                            StoredFile, Team)
+from contest.models import (
+    AnonymizedSet,
+    Attack,
+    Award,
+    Contest,
+    Dataset,
+    Job,
+    Phase,
+    PublicSet,
+    Round,
+    Score,
+    StoredFile,
+    Team,
+)
 
 
 class StoredFileSerializer(serializers.ModelSerializer):

@@ -3,7 +3,8 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from contest.api import docs, views as v
+from contest.api import docs
+from contest.api import views as v
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),

@@ -127,9 +127,8 @@ def utility_rows(contest: Contest, round_: Round, pois=None) -> list[dict]:
 
 def fairness_rows(contest: Contest, round_: Round, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
     """Per challenge and fixed sample anonymizer: SD over teams of s_I,min and s_T,min (paper Appendix E)."""
-    from scoring.analyses import fairness
-
     from contest.services.samples import evaluate_sample_anonymizers
+    from scoring.analyses import fairness
 
     out = []
     datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from contest.models import StoredFile
 from contest.services import storage
 
-_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_CACHE: OrderedDict[tuple, object] = OrderedDict()
 _CACHE_SIZE = 16
 
 

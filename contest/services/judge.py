@@ -37,10 +37,9 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
     Returns the round's public sets. Judge attacks are queued by the job
     wrapper (:func:`close_anonymization_job`).
     """
+    from contest.services.uploads import score_anonymized_set
     from scoring.pseudonymize import pseudonymize
     from scoring.traces import AnonymizedTraces
-
-    from contest.services.uploads import score_anonymized_set
 
     contest = round_.contest
     grid = contest.grid()

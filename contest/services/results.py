@@ -19,8 +19,17 @@ import json
 from django.db import transaction
 from django.utils import timezone
 
-from contest.models import (AnonymizedSet, Attack, Award, Contest, Dataset, JudgeAttackResult, ResultsSnapshot,
-                            Round, Score)
+from contest.models import (
+    AnonymizedSet,
+    Attack,
+    Award,
+    Contest,
+    Dataset,
+    JudgeAttackResult,
+    ResultsSnapshot,
+    Round,
+    Score,
+)
 from contest.services import analyses, audit, jobs
 
 AWARD_TITLES = {

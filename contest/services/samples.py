@@ -49,11 +49,10 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
     ``s_u``, ``valid``, ``s_i_min``, ``s_t_min`` (floats in [0, 1]; an invalid
     set keeps its attack minima for the figure, the paper plots them all).
     """
+    from contest.services import data
     from scoring.algorithms.registry import get
     from scoring.pseudonymize import pseudonymize
     from scoring.scores import reidentification, trace_inference, utility
-
-    from contest.services import data
 
     grid = contest.grid()
     reference = data.traces(dataset.reference, grid)

@@ -12,7 +12,7 @@ import hashlib
 import io
 import zipfile
 import zlib
-from typing import Iterator
+from collections.abc import Iterator
 
 from contest.models import StoredFile
 
@@ -43,7 +43,7 @@ def read_bytes(stored: StoredFile) -> bytes:
     """The exact original bytes; verifies the SHA-256 so corruption cannot go unnoticed."""
     data = zlib.decompress(bytes(stored.blob))
     if hashlib.sha256(data).hexdigest() != stored.sha256:
-        raise IOError(f"stored file {stored.pk} ({stored.name}) fails its SHA-256 check")
+        raise OSError(f"stored file {stored.pk} ({stored.name}) fails its SHA-256 check")
     return data
 
 
@@ -62,7 +62,7 @@ def iter_bytes(stored: StoredFile, chunk: int = CHUNK) -> Iterator[bytes]:
         h.update(out)
         yield out
     if h.hexdigest() != stored.sha256:  # pragma: no cover - only on database corruption
-        raise IOError(f"stored file {stored.pk} fails its SHA-256 check")
+        raise OSError(f"stored file {stored.pk} fails its SHA-256 check")
 
 
 def decompressed(data: bytes, name: str, limit: int | None = None) -> bytes:

@@ -12,9 +12,7 @@ drawn on import).
 """
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import zipfile
 import zlib

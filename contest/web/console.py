@@ -25,8 +25,20 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from contest import permissions
-from contest.models import (AnonymizedSet, Attack, AuditLog, Contest, Dataset, Job, JudgeAttackResult, Phase,
-                            PublicSet, Round, StoredFile, Team)
+from contest.models import (
+    AnonymizedSet,
+    Attack,
+    AuditLog,
+    Contest,
+    Dataset,
+    Job,
+    JudgeAttackResult,
+    Phase,
+    PublicSet,
+    Round,
+    StoredFile,
+    Team,
+)
 from contest.services import audit, jobs, judge, results, setup, storage, teams
 
 from . import access
@@ -339,7 +351,9 @@ def export_all(request, slug):
         add(f"round{at.target.dataset.round.number}/attacks/team{at.attacker.number:03d}_{at.target.dataset.label}_{at.kind}{at.seq}",
             at.file_id, what=at.kind, attacker=at.attacker.number, target=at.target.dataset.label, status=at.status,
             score=at.score)
-    for jr in JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest).select_related("public_set__dataset__round"):
+    judge_results = (JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest)
+                     .select_related("public_set__dataset__round"))
+    for jr in judge_results:
         add(f"round{jr.public_set.dataset.round.number}/judge/{jr.public_set.dataset.label}_{jr.algorithm}_{jr.pk}",
             jr.output_id, what="judge_attack", algorithm=jr.algorithm, score=jr.score, current=jr.current)
     spool = SpooledTemporaryFile(max_size=64 * 1024 * 1024)

@@ -83,8 +83,9 @@ class ContestForm(forms.ModelForm):
         tz = self.cleaned_data["time_zone"].strip()
         try:
             zoneinfo.ZoneInfo(tz)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise forms.ValidationError(_("Unknown time zone %(tz)s; use an IANA name such as Asia/Tokyo.") % {"tz": tz})
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as e:
+            raise forms.ValidationError(
+                _("Unknown time zone %(tz)s; use an IANA name such as Asia/Tokyo.") % {"tz": tz}) from e
         return tz
 
 
@@ -93,8 +94,10 @@ class RoundForm(forms.Form):
     weight = forms.FloatField(label=_("Weight"), min_value=0.0, max_value=1.0, initial=0.9)
     ref_days = forms.IntegerField(label=_("Reference days"), min_value=1, initial=20)
     org_days = forms.IntegerField(label=_("Original days"), min_value=1, initial=20)
-    anonymization_opens = forms.DateTimeField(label=_("Anonymization opens"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
-    anonymization_closes = forms.DateTimeField(label=_("Anonymization closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    anonymization_opens = forms.DateTimeField(label=_("Anonymization opens"),
+                                              widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    anonymization_closes = forms.DateTimeField(label=_("Anonymization closes"),
+                                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
     attack_opens = forms.DateTimeField(label=_("Attack opens"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
     attack_closes = forms.DateTimeField(label=_("Attack closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
 

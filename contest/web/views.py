@@ -22,8 +22,17 @@ from contest.services import teams
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
 
 from . import access
-from .common import (CHALLENGE_SHORT, ResultsView, challenge_name, contest_state, get_contest, heat_style, page,
-                     phase_rows, visible_snapshot)
+from .common import (
+    CHALLENGE_SHORT,
+    ResultsView,
+    challenge_name,
+    contest_state,
+    get_contest,
+    heat_style,
+    page,
+    phase_rows,
+    visible_snapshot,
+)
 from .forms import JoinTeamForm, SignUpForm
 
 KIND_METRIC = {"reidentification": "s_I", "trace_inference": "s_T"}

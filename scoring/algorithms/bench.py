@@ -116,9 +116,9 @@ def main(argv=None) -> int:
         pub = pseudonymized(anon, np.random.default_rng(2))
         for a in algorithms:
             if a.kind == "anonymizer":
-                seconds = _time(lambda: a.run(grid, org, seed=0), args.repeat)
+                seconds = _time(lambda a=a, grid=grid, org=org: a.run(grid, org, seed=0), args.repeat)
             else:
-                seconds = _time(lambda: a.run(grid, ref, pub, seed=0), args.repeat)
+                seconds = _time(lambda a=a, grid=grid, ref=ref, pub=pub: a.run(grid, ref, pub, seed=0), args.repeat)
             official = OFFICIAL_2019.get((a.name, set_name))
             official_text = f"{official:.0f}" if official else ""
             print(f"{a.name:<20} {a.kind:<16} {set_name:<10} {seconds:8.2f} {official_text:>14}", flush=True)

@@ -77,9 +77,20 @@ from scipy.optimize import linear_sum_assignment
 
 from ..grid import slot_of_day
 from ..traces import AnonymizedTraces, Traces
-from .attacks import (_S, DELTA, _membership, _set_rows, argmax_first, count_matrix, deobfuscate_2019,
-                      greedy_unique_argmax, log_likelihood, traces_from_assignment, visit_counts,
-                      visit_probabilities)
+from .attacks import (
+    _S,
+    DELTA,
+    _membership,
+    _set_rows,
+    argmax_first,
+    count_matrix,
+    deobfuscate_2019,
+    greedy_unique_argmax,
+    log_likelihood,
+    traces_from_assignment,
+    visit_counts,
+    visit_probabilities,
+)
 from .registry import Param, register
 
 ETA0 = 0.33  # paper 5.3: optimal eta0 of the fuzzy counting

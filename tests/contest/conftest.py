@@ -1,10 +1,8 @@
 """Fixtures of the platform tests: a small contest (3 teams, 20 users, 2+2 days) and its data."""
 from __future__ import annotations
 
-import io
 from datetime import timedelta
 
-import numpy as np
 import pytest
 from django.utils import timezone
 

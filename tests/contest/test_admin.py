@@ -24,9 +24,9 @@ def test_every_model_has_a_working_admin(generated, client):
     assert len(contest_models) == 15
     for model in contest_models:
         info = (model._meta.app_label, model._meta.model_name)
-        r = client.get(reverse("admin:%s_%s_changelist" % info))
+        r = client.get(reverse("admin:{}_{}_changelist".format(*info)))
         assert r.status_code == 200, model
         obj = model.objects.first()
         if obj is not None:
-            r = client.get(reverse("admin:%s_%s_change" % info, args=[obj.pk]))
+            r = client.get(reverse("admin:{}_{}_change".format(*info), args=[obj.pk]))
             assert r.status_code == 200, model

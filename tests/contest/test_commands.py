@@ -13,7 +13,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from contest.models import Contest, Dataset, Phase, StoredFile
+from contest.models import Contest, Dataset, Phase
 from contest.services import judge, results, storage, uploads
 from tests.contest.conftest import anonymize_csv, move_phase, user
 
@@ -102,9 +102,16 @@ def test_docker_compose_commands_and_modules_exist():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert {"postgres", "redis", "web", "worker", "beat"} <= set(services)
-    assert "Dockerfile" in str(services["web"]["build"]) or (ROOT / "Dockerfile").exists()
+    for name in ("migrate", "web", "worker", "beat"):  # every app service builds the project's one image
+        build = services[name]["build"]
+        assert (ROOT / build["context"] / build["dockerfile"]).resolve() == (ROOT / "Dockerfile").resolve(), name
     dockerfile = (ROOT / "Dockerfile").read_text()
-    assert "requirements.txt" in dockerfile
+    # the production image installs the runtime only: no test runner, browser driver or linter
+    installs = [line for line in dockerfile.splitlines() if "pip install" in line]
+    assert installs and all("-r requirements.txt" in line for line in installs), installs
+    assert "requirements-dev" not in dockerfile
+    runtime = (ROOT / "requirements.txt").read_text().lower()
+    assert not any(tool in runtime for tool in ("pytest", "playwright", "hypothesis", "pot==", "ruff"))
     commands = get_commands()
     for name in ("web", "worker", "beat", "migrate"):
         if name not in services:

@@ -168,7 +168,7 @@ def test_whole_round_through_the_api_with_a_real_worker(celery_worker):
                     expected = trace_inference(grid, truth, sio.read_etraces(content, grid, truth))
                     rows_t.append((label, t, expected, r.json()["id"]))
     wait_for_jobs()
-    for label, attacker, expected, attack_id in rows_i + rows_t:
+    for _label, attacker, expected, attack_id in rows_i + rows_t:
         if attack_id is None:
             continue
         row = teams[attacker].get(f"/api/attacks/{attack_id}/").json()

@@ -8,7 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from contest.models import (AnonymizedSet, Attack, AuditLog, Dataset, JudgeAttackResult, Phase, PublicSet, Score)
+from contest.models import AnonymizedSet, Attack, AuditLog, Dataset, JudgeAttackResult, Phase, PublicSet, Score
 from contest.services import data, judge, results, storage, uploads
 from contest.services.generation import generate_round_data
 from tests.contest.conftest import SMALL_USERS, anonymize_csv, move_phase, user

@@ -97,8 +97,9 @@ def test_setup_errors_name_the_problem(mutate, message):
     spec = contest_spec()
     mutate(spec)
     with pytest.raises(SetupError, match=message):
-        from contest.services.setup import load_yaml
         import yaml
+
+        from contest.services.setup import load_yaml
         create_contest(load_yaml(yaml.safe_dump(spec)))
 
 

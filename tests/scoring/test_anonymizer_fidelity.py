@@ -23,7 +23,6 @@ import pytest
 
 from scoring import scores
 from scoring.algorithms import get, judge_defaults
-from scoring.algorithms import anonymizers as an
 
 # conformance/expected.csv submission name -> (algorithm, parameters)
 OFFICIAL = {

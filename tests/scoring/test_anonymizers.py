@@ -16,7 +16,7 @@ from scipy import stats
 from scoring.algorithms import anonymizers as an
 from scoring.algorithms.registry import get
 from scoring.grid import Grid
-from scoring.traces import AnonymizedTraces, SetTable, Traces
+from scoring.traces import AnonymizedTraces, Traces
 
 GRID = Grid()  # the 2019 Tokyo grid, 32 x 32, 37 hospitals
 

@@ -8,8 +8,7 @@ import pytest
 
 from scoring.algorithms import attacks as at
 from scoring.algorithms import get, judge_defaults
-from scoring.grid import Grid
-from scoring.traces import AnonymizedTraces, SetTable, Traces
+from scoring.traces import AnonymizedTraces
 
 # A 4 x 4 grid (M = 16) keeps hand-worked examples readable.
 from tests.scoring.builders import DEL, GRID, M, pubtraces, traces  # noqa: E402,F401

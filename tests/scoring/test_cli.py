@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import scoring.algorithms
-from scoring import cli
+from scoring import cli, scores
 from scoring import io as sio
-from scoring import scores
 from scoring.grid import Grid
 from scoring.traces import AnonymizedTraces, SetTable, Traces
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -32,12 +32,12 @@ def _rows():
     return [pytest.param(r, id=f"{r['kind']}-{Path(r['submission']).name}-{r['convention'] or 'x'}") for r in rows]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _grid(root: Path) -> Grid:
     return Grid.from_info_region(root / "osaka" / "info_region.csv")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _truth(path: Path):
     return sio.read_traces(path, _grid(path.parents[1]))
 

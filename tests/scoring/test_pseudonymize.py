@@ -10,8 +10,7 @@ import pytest
 
 from scoring import io as sio
 from scoring.grid import Grid
-from scoring.pseudonymize import (commitment_of, pseudonymize, ptable_bytes, secure_permutation,
-                                  verify_commitment)
+from scoring.pseudonymize import commitment_of, pseudonymize, ptable_bytes, secure_permutation, verify_commitment
 from scoring.traces import AnonymizedTraces, SetTable
 
 GRID = Grid()

@@ -9,9 +9,7 @@ import pytest
 
 from scoring.algorithms import get
 from scoring.algorithms import reference_attacks as ra
-from scoring.grid import Grid
-from scoring.traces import AnonymizedTraces, SetTable, Traces
-
+from scoring.traces import SetTable
 from tests.scoring.builders import DEL, GRID, M, pubtraces, traces  # noqa: E402,F401
 
 

@@ -17,14 +17,27 @@ the comments from the rows above it.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from scoring.results import (
-    BEST_ANONYMIZER, BEST_ANONYMIZER_REID, BEST_ANONYMIZER_TRACE, BEST_ATTACKER_REID,
-    BEST_ATTACKER_TRACE, OVERALL, REIDENTIFICATION as RE, TRACE_INFERENCE as TR, AttackRow,
-    SetRef, UtilityRow, compute_results,
+    BEST_ANONYMIZER,
+    BEST_ANONYMIZER_REID,
+    BEST_ANONYMIZER_TRACE,
+    BEST_ATTACKER_REID,
+    BEST_ATTACKER_TRACE,
+    OVERALL,
+    AttackRow,
+    SetRef,
+    UtilityRow,
+    compute_results,
+)
+from scoring.results import (
+    REIDENTIFICATION as RE,
+)
+from scoring.results import (
+    TRACE_INFERENCE as TR,
 )
 
 W = {1: 0.1, 2: 0.9}
@@ -33,7 +46,7 @@ BENCH = 5
 
 
 def at(day, hour):
-    return datetime(2019, 10, day, hour, 0, tzinfo=timezone.utc)
+    return datetime(2019, 10, day, hour, 0, tzinfo=UTC)
 
 
 def S(r, t, c):

@@ -3,17 +3,30 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from scoring.results import (
-    BEST_ANONYMIZER, BEST_ANONYMIZER_REID, BEST_ANONYMIZER_TRACE, BEST_ATTACKER_REID,
-    BEST_ATTACKER_TRACE, OVERALL, REIDENTIFICATION as RE, TRACE_INFERENCE as TR, AttackRow,
-    SetRef, UtilityRow, compute_results,
+    BEST_ANONYMIZER,
+    BEST_ANONYMIZER_REID,
+    BEST_ANONYMIZER_TRACE,
+    BEST_ATTACKER_REID,
+    BEST_ATTACKER_TRACE,
+    OVERALL,
+    AttackRow,
+    SetRef,
+    UtilityRow,
+    compute_results,
+)
+from scoring.results import (
+    REIDENTIFICATION as RE,
+)
+from scoring.results import (
+    TRACE_INFERENCE as TR,
 )
 
-T0 = datetime(2019, 10, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2019, 10, 1, 12, 0, tzinfo=UTC)
 
 
 def t(minutes):

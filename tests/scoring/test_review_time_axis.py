@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from scoring import io as sio
 from scoring.algorithms import attacks as at
 from scoring.algorithms import get
 from scoring.cli import main
 from scoring.grid import Grid, TimeAxis
-from scoring import io as sio
 from scoring.traces import AnonymizedTraces, SetTable, Traces
 
 GRID = Grid(nx=4, ny=4, min_x=139.68, max_x=139.72, min_y=35.65, max_y=35.69, hospitals=())

@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scoring.uncertainty import (bootstrap_set, interval, resample_counts, stability,
-                                 swap_probabilities)
+from scoring.uncertainty import bootstrap_set, interval, resample_counts, stability, swap_probabilities
 
 
 def per_user(m: int, seed: int = 0):

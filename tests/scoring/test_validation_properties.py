@@ -14,8 +14,8 @@ import gzip
 import io
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest

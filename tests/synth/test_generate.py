@@ -15,9 +15,18 @@ import scipy.stats
 
 from scoring.grid import Grid, TimeAxis
 from scoring.traces import AnonymizedTraces, Traces
-from synth.generate import (DELTA, Synthesizer, TransitionSupport, dense_kernels, draw_days,
-                            draw_features, generate_round, generate_set, transition_weights,
-                            visit_distributions)
+from synth.generate import (
+    DELTA,
+    Synthesizer,
+    TransitionSupport,
+    dense_kernels,
+    draw_days,
+    draw_features,
+    generate_round,
+    generate_set,
+    transition_weights,
+    visit_distributions,
+)
 from synth.metrics import diversity
 from synth.ppmtf import train
 

@@ -11,8 +11,16 @@ import pytest
 
 from scoring.traces import Traces
 from synth import ppmtf
-from synth.ppmtf import (HyperPrior, PPMTFModel, TrainingTensors, build_tensors, draw_hyper,
-                         hyper_posterior, reconstruction_rmse, train)
+from synth.ppmtf import (
+    HyperPrior,
+    PPMTFModel,
+    TrainingTensors,
+    build_tensors,
+    draw_hyper,
+    hyper_posterior,
+    reconstruction_rmse,
+    train,
+)
 
 
 def random_traces(N=60, days=3, T=8, M=64, seed=0) -> Traces:

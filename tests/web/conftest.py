@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.contest.conftest import (anonymize_csv, contest_spec, eager_celery, generated, make_contest,  # noqa: F401
-                                    move_phase, user)
+from tests.contest.conftest import anonymize_csv, contest_spec, eager_celery, generated, make_contest, move_phase, user  # noqa: F401
 
 
 @pytest.fixture

@@ -8,19 +8,28 @@ its own (as the removed ``rank_rows`` did, always by time) disagrees with the aw
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from contest.models import ResultsSnapshot
-from scoring.results import (IDP, REIDENTIFICATION, TIE_BREAKS, TRACE_INFERENCE, TRP, AttackRow, SetRef,
-                             UtilityRow, compute_results)
+from scoring.results import (
+    IDP,
+    REIDENTIFICATION,
+    TIE_BREAKS,
+    TRACE_INFERENCE,
+    TRP,
+    AttackRow,
+    SetRef,
+    UtilityRow,
+    compute_results,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 def at(hour):
-    return datetime(2026, 3, 1, hour, tzinfo=timezone.utc)
+    return datetime(2026, 3, 1, hour, tzinfo=UTC)
 
 
 UTILITY = [

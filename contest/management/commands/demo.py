@@ -87,10 +87,10 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             self.stdout.write("stopping ...")
         finally:
-            for name, p in procs.items():
+            for p in procs.values():
                 if p.poll() is None:
                     p.send_signal(signal.SIGTERM)
-            for name, p in procs.items():
+            for p in procs.values():
                 try:
                     p.wait(20)
                 except subprocess.TimeoutExpired:
