@@ -302,7 +302,9 @@ def console_job_status(request, slug, job_id):
     contest = _organizer_contest(request, slug)
     job = get_object_or_404(Job, pk=job_id, contest=contest)
     finished = job.status in (Job.SUCCEEDED, Job.FAILED)
-    html = render_to_string("web/_job_status.html", {"contest": contest, "job": job}, request=request)
+    # ?details=1: the job page's live block also carries attempts, start and finish times and Retry
+    html = render_to_string("web/_job_status.html", {"contest": contest, "job": job,
+                                                     "details": request.GET.get("details") == "1"}, request=request)
     return JsonResponse({"finished": finished, "status": job.status, "progress": job.progress, "html": html})
 
 

@@ -35,11 +35,19 @@ class JoinTeamForm(forms.Form):
 class UploadForm(forms.Form):
     """One anotraces, etable or etraces file (.csv, .csv.gz or .zip holding one CSV)."""
 
-    file = forms.FileField(label=_("File"), help_text=_("CSV, or .gz / .zip holding one CSV."))
+    file = forms.FileField(label=_("File"), help_text=_("CSV, or .gz / .zip holding one CSV."), error_messages={
+        "required": _("Choose a file to upload."),
+        # the widget shows "Chosen: name (0 B)": say that the chosen file is empty, not that none was chosen
+        "empty": _("The chosen file is empty (0 bytes): an upload is a CSV file with its header and rows."),
+    })
+
+    def problem(self) -> str:
+        """The form's errors as one sentence for the page (the first error of each field)."""
+        return " ".join(str(errors[0]) for errors in self.errors.values())
 
 
 class AttackUploadForm(UploadForm):
-    kind = forms.ChoiceField(label=_("Attack"), choices=(
+    kind = forms.ChoiceField(label=_("Attack"), error_messages={"required": _("Choose the attack kind.")}, choices=(
         ("etable", _("etable (re-identification)")), ("etraces", _("etraces (trace inference)"))))
 
 

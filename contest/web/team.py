@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile
+from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
 from contest.services import storage, uploads
 
 from . import access
@@ -80,53 +80,77 @@ def _attack_state(attack: Attack) -> dict:
     return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed}
 
 
+def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
+    """One challenge card of the dashboard: counter, final-set marker and upload history of ``ds``.
+
+    The same dict renders the card on the dashboard and its live part
+    (``web/_challenge_state.html``, polled through :func:`challenge_state`), so
+    both always agree. ``pending`` is true while an upload of the card is still
+    being validated or scored; the page polls until it is false.
+    """
+    sets = list(AnonymizedSet.objects.filter(dataset=ds).order_by("-seq"))
+    counted = sum(1 for s in sets if uploads.counts_towards_limit(s))
+    final = next((s for s in sets if s.final), None)
+    selected = next((s for s in sets if s.selected), None)
+    default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
+    # the set that counts if the phase closed now: frozen > chosen > latest valid (SPEC 8.3)
+    current_final = final or selected or default_final
+    states = [_upload_state(s) for s in sets]
+    return {
+        "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
+        "uploads": states, "counted": counted, "pending": any(not u["finished"] for u in states),
+        "limit": contest.anonymized_upload_limit, "remaining": max(contest.anonymized_upload_limit - counted, 0),
+        "final": final, "selected": selected, "default_final": default_final,
+        "current_final_id": current_final.pk if current_final else None,
+        "anon_open": anon_open,
+        "can_upload": anon_open and counted < contest.anonymized_upload_limit,
+        "form": UploadForm(auto_id=f"id_ds{ds.pk}_%s"),
+    }
+
+
+def _target_block(contest, team, ps: PublicSet, attack_open: bool) -> dict:
+    """One attack target of the dashboard: attempts left, best scores and the team's attacks on ``ps``.
+
+    Rendered on the dashboard and, live, by :func:`target_state` (``web/_target_row.html``).
+    """
+    is_own = ps.dataset.team_id == team.pk
+    attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
+    counts = {k: sum(1 for a in attacks if a.kind == k and uploads.counts_towards_limit(a))
+              for k in (Attack.ETABLE, Attack.ETRACES)}
+    best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
+            for k in (Attack.ETABLE, Attack.ETRACES)}
+    states = [_attack_state(a) for a in attacks]
+    return {
+        "ps": ps, "label": _target_label(ps), "is_own": is_own,
+        "attacks": states, "pending": any(not a["finished"] for a in states),
+        "etable_used": counts[Attack.ETABLE], "etraces_used": counts[Attack.ETRACES],
+        "etable_left": max(contest.etable_limit - counts[Attack.ETABLE], 0),
+        "etraces_left": max(contest.etraces_limit - counts[Attack.ETRACES], 0),
+        "best_etable": best[Attack.ETABLE], "best_etraces": best[Attack.ETRACES],
+        "can_attack": (not is_own) and attack_open,
+        "form": AttackUploadForm(auto_id=f"id_ps{ps.pk}_%s"),
+    }
+
+
 def _round_block(request, contest, team, round_: Round, now) -> dict:
     phases = {p.kind: p for p in round_.phases.all()}
     anon_phase, attack_phase = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
     closed = permissions.anonymization_closed(round_)
+    anon_open = bool(anon_phase and anon_phase.is_open(now))
+    attack_open = bool(attack_phase and attack_phase.is_open(now))
     own = list(Dataset.objects.filter(round=round_, team=team).select_related("reference", "original")
                .order_by("challenge"))
-    challenges = []
-    for ds in own:
-        sets = list(AnonymizedSet.objects.filter(dataset=ds).order_by("-seq"))
-        counted = sum(1 for s in sets if uploads.counts_towards_limit(s))
-        final = next((s for s in sets if s.final), None)
-        selected = next((s for s in sets if s.selected), None)
-        default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
-        challenges.append({
-            "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
-            "uploads": [_upload_state(s) for s in sets], "counted": counted,
-            "limit": contest.anonymized_upload_limit, "remaining": max(contest.anonymized_upload_limit - counted, 0),
-            "final": final, "selected": selected, "default_final": default_final,
-            "can_upload": bool(anon_phase and anon_phase.is_open(now)) and counted < contest.anonymized_upload_limit,
-            "form": UploadForm(auto_id=f"id_ds{ds.pk}_%s"),
-        })
+    challenges = [_challenge_block(contest, ds, anon_open) for ds in own]
     samples = list(Dataset.objects.filter(round=round_, kind=Dataset.SAMPLE).select_related("reference", "original")
                    .order_by("number", "challenge"))
     targets = []
     if closed:
-        for ps in (PublicSet.objects.filter(dataset__round=round_).select_related("dataset", "dataset__team", "pubtraces",
-                                                                                   "dataset__reference")
-                   .order_by("dataset__number", "dataset__challenge")):
-            is_own = ps.dataset.team_id == team.pk
-            attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
-            counts = {k: sum(1 for a in attacks if a.kind == k and uploads.counts_towards_limit(a))
-                      for k in (Attack.ETABLE, Attack.ETRACES)}
-            best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
-                    for k in (Attack.ETABLE, Attack.ETRACES)}
-            targets.append({
-                "ps": ps, "label": _target_label(ps), "is_own": is_own,
-                "attacks": [_attack_state(a) for a in attacks],
-                "etable_used": counts[Attack.ETABLE], "etraces_used": counts[Attack.ETRACES],
-                "etable_left": max(contest.etable_limit - counts[Attack.ETABLE], 0),
-                "etraces_left": max(contest.etraces_limit - counts[Attack.ETRACES], 0),
-                "best_etable": best[Attack.ETABLE], "best_etraces": best[Attack.ETRACES],
-                "can_attack": (not is_own) and bool(attack_phase and attack_phase.is_open(now)),
-                "form": AttackUploadForm(auto_id=f"id_ps{ps.pk}_%s"),
-            })
+        targets = [_target_block(contest, team, ps, attack_open)
+                   for ps in (PublicSet.objects.filter(dataset__round=round_)
+                              .select_related("dataset", "dataset__team", "pubtraces", "dataset__reference")
+                              .order_by("dataset__number", "dataset__challenge"))]
     return {"round": round_, "anon_phase": anon_phase, "attack_phase": attack_phase, "closed": closed,
-            "anon_open": bool(anon_phase and anon_phase.is_open(now)),
-            "attack_open": bool(attack_phase and attack_phase.is_open(now)),
+            "anon_open": anon_open, "attack_open": attack_open,
             "own": own, "challenges": challenges, "samples": samples, "targets": targets}
 
 
@@ -139,15 +163,83 @@ def _target_label(ps: PublicSet) -> str:
     return f"{who} · {CHALLENGE_SHORT[ds.challenge]}"
 
 
+def _dashboard_round(request, contest, rounds: list[Round], state) -> Round | None:
+    """``?round=N``, else the round whose phase is open or comes next, else the last round."""
+    by_number = {r.number: r for r in rounds}
+    try:
+        chosen = by_number.get(int(request.GET.get("round", "")))
+    except ValueError:
+        chosen = None
+    if chosen is None:
+        phase = state.open_phase or state.next_phase
+        chosen = by_number.get(phase.round.number) if phase else None
+    return chosen or (rounds[-1] if rounds else None)
+
+
 @login_required
 def dashboard(request, slug):
+    """The team's page for one round at a time (round tabs, as on the public results pages).
+
+    A signed-in user who is not in an approved team of this contest gets a
+    page that says why and links to joining a team (status 403).
+    """
     contest = get_contest(slug)
-    team = _team_or_403(request, contest)
+    team = access.team_of(request.user, contest)
+    if team is None:
+        pending = Team.objects.filter(contest=contest, memberships__user=request.user, approved=False).first()
+        return page(request, "web/no_team.html", {"pending_team": pending,
+                                                  "is_organizer": access.is_organizer(request.user, contest)},
+                    contest=contest, nav="team", status=403)
     now = timezone.now()
-    rounds = [_round_block(request, contest, team, r, now) for r in contest.rounds.order_by("-number")]
-    ctx = {"team": team, "rounds": rounds, "state": contest_state(contest, now),
+    state = contest_state(contest, now)
+    rounds = list(contest.rounds.order_by("number"))
+    current = _dashboard_round(request, contest, rounds, state)
+    round_links = [{"value": str(r.number), "label": r.name, "weight": None} for r in rounds]
+    ctx = {"team": team, "rb": _round_block(request, contest, team, current, now) if current else None,
+           "round_links": round_links if len(rounds) > 1 else [],
+           "choice": current.number if current else None, "state": state,
            "members": team.memberships.select_related("user").order_by("user__username")}
     return page(request, "web/team.html", ctx, contest=contest, nav="team")
+
+
+@login_required
+def challenge_state(request, slug, dataset_id):
+    """The live part of one challenge card (counter, final set, upload history) as ``{finished, html}``.
+
+    Polled by the page script after an upload until no upload of the card is
+    pending, so the card always shows the server's state without a reload.
+    """
+    contest = get_contest(slug)
+    team = _team_or_403(request, contest)
+    dataset = get_object_or_404(Dataset.objects.select_related("round"), pk=dataset_id, round__contest=contest,
+                                team=team)
+    ch = _challenge_block(contest, dataset, _phase_open(dataset.round, Phase.ANONYMIZATION))
+    html = render_to_string("web/_challenge_state.html", {"contest": contest, "ch": ch}, request=request)
+    return JsonResponse({"finished": not ch["pending"], "html": html})
+
+
+def _attack_target(request, slug, public_set_id) -> tuple:
+    """(contest, the user's team, the target public set) of an attack-target URL; 403 without a team."""
+    contest = get_contest(slug)
+    team = _team_or_403(request, contest)
+    target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"),
+                               pk=public_set_id, dataset__round__contest=contest)
+    return contest, team, target
+
+
+def _phase_open(round_: Round, kind: str) -> bool:
+    phase = round_.phases.filter(kind=kind).first()
+    return bool(phase and phase.is_open(timezone.now()))
+
+
+@login_required
+def target_state(request, slug, public_set_id):
+    """The live row of one attack target (attempts left, best scores, the team's attacks) as ``{finished, html}``."""
+    contest, team, target = _attack_target(request, slug, public_set_id)
+    access.require(permissions.can_read_public_set(request.user, target, "pubtraces"))
+    tg = _target_block(contest, team, target, _phase_open(target.dataset.round, Phase.ATTACK))
+    html = render_to_string("web/_target_row.html", {"contest": contest, "tg": tg}, request=request)
+    return JsonResponse({"finished": not tg["pending"], "html": html})
 
 
 # ---------------------------------------------------------------- anonymized uploads
@@ -166,6 +258,12 @@ def _rule_error(request, exc, back_url):
     return redirect(back_url)
 
 
+def _live_card(request, contest, element_id: str, template: str, **context) -> dict:
+    """The JSON keys that make the page script re-render ``element_id`` now and poll it until it is settled."""
+    html = render_to_string(template, {"contest": contest, **context}, request=request)
+    return {"replace": {element_id: html}, "poll": [element_id]}
+
+
 @login_required
 @require_POST
 def upload_anonymized(request, slug, dataset_id):
@@ -175,7 +273,7 @@ def upload_anonymized(request, slug, dataset_id):
     back = reverse("web:team", args=[slug]) + f"#ds-{dataset.pk}"
     form = UploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        return _rule_error(request, uploads.RuleViolation(_("Choose a file to upload."), status=400), back)
+        return _rule_error(request, uploads.RuleViolation(form.problem(), status=400), back)
     content, name = _read_upload(form)
     try:
         aset = uploads.submit_anonymized_set(user=request.user, dataset=dataset, content=content, name=name)
@@ -185,14 +283,10 @@ def upload_anonymized(request, slug, dataset_id):
     if _is_ajax(request):
         html = render_to_string("web/_upload_live.html", {"contest": contest, "state": _upload_state(aset),
                                                           "detail_url": detail}, request=request)
-        counted = uploads.counted_anonymized_sets(dataset)
-        limit = contest.anonymized_upload_limit
-        counter = render_to_string("web/_upload_counter.html", {"ch": {"counted": counted, "limit": limit,
-                                                                       "remaining": max(limit - counted, 0)}},
-                                   request=request)
         return JsonResponse({"ok": True, "message": _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq},
                              "upload_id": aset.pk, "detail_url": detail, "html": html,
-                             "replace": {f"counter-ds-{dataset.pk}": counter}}, status=201)
+                             **_live_card(request, contest, f"state-ds-{dataset.pk}", "web/_challenge_state.html",
+                                          ch=_challenge_block(contest, dataset, True))}, status=201)
     messages.success(request, _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq})
     return redirect(detail)
 
@@ -241,14 +335,11 @@ def select_upload(request, slug, upload_id):
 @login_required
 @require_POST
 def upload_attack(request, slug, public_set_id):
-    contest = get_contest(slug)
-    team = _team_or_403(request, contest)
-    target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"),
-                               pk=public_set_id, dataset__round__contest=contest)
+    contest, team, target = _attack_target(request, slug, public_set_id)
     back = reverse("web:team", args=[slug]) + f"#ps-{target.pk}"
     form = AttackUploadForm(request.POST, request.FILES)
     if not form.is_valid():
-        return _rule_error(request, uploads.RuleViolation(_("Choose the attack kind and a file."), status=400), back)
+        return _rule_error(request, uploads.RuleViolation(form.problem(), status=400), back)
     content, name = _read_upload(form)
     try:
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target,
@@ -259,7 +350,9 @@ def upload_attack(request, slug, public_set_id):
         html = render_to_string("web/_attack_live.html", {"contest": contest, "state": _attack_state(attack)},
                                 request=request)
         return JsonResponse({"ok": True, "message": _("%(kind)s #%(n)s received; scoring…")
-                             % {"kind": attack.kind, "n": attack.seq}, "html": html}, status=201)
+                             % {"kind": attack.kind, "n": attack.seq}, "html": html,
+                             **_live_card(request, contest, f"target-{target.pk}", "web/_target_row.html",
+                                          tg=_target_block(contest, team, target, True))}, status=201)
     messages.success(request, _("%(kind)s #%(n)s received; scoring…") % {"kind": attack.kind, "n": attack.seq})
     return redirect(back)
 

@@ -1,5 +1,7 @@
 """Routes of the HTML pages (mounted at the site root). Every view runs in the page language (``i18n.localized``)."""
 from django.urls import path
+from django.templatetags.static import static
+from django.views.generic.base import RedirectView
 from django.views.i18n import set_language
 
 from . import analyses, console, team, views
@@ -15,6 +17,8 @@ def p(route, view, name):
 urlpatterns = [
     p("", views.home, "home"),
     path("i18n/setlang/", set_language, name="set_language"),
+    # browsers ask for /favicon.ico on every page; the icon itself is a static file
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True), name="favicon"),
     # accounts
     p("login/", views.LoginView.as_view(), "login"),
     p("logout/", views.logout_view, "logout"),
@@ -34,10 +38,12 @@ urlpatterns = [
     p("c/<slug:slug>/team/", team.dashboard, "team"),
     p("c/<slug:slug>/team/datasets/<int:dataset_id>/upload/", team.upload_anonymized, "upload_anonymized"),
     p("c/<slug:slug>/team/datasets/<int:dataset_id>/map/", team.data_map, "data_map"),
+    p("c/<slug:slug>/team/datasets/<int:dataset_id>/state.json", team.challenge_state, "challenge_state"),
     p("c/<slug:slug>/team/uploads/<int:upload_id>/", team.upload_detail, "upload_detail"),
     p("c/<slug:slug>/team/uploads/<int:upload_id>/status.json", team.upload_status, "upload_status"),
     p("c/<slug:slug>/team/uploads/<int:upload_id>/select/", team.select_upload, "select_upload"),
     p("c/<slug:slug>/team/targets/<int:public_set_id>/attack/", team.upload_attack, "upload_attack"),
+    p("c/<slug:slug>/team/targets/<int:public_set_id>/state.json", team.target_state, "target_state"),
     p("c/<slug:slug>/team/attacks/<int:attack_id>/status.json", team.attack_status, "attack_status"),
     p("c/<slug:slug>/team/round/<int:round_number>/attack-material.zip", team.attack_material, "attack_material"),
     # organizer console

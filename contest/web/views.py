@@ -13,6 +13,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -330,6 +331,20 @@ def plots(request, slug):
 class LoginView(auth_views.LoginView):
     template_name = "web/login.html"
     redirect_authenticated_user = True
+
+    def get_default_redirect_url(self):
+        """Where a login without ``?next=`` lands: the user's own work, not the contest list.
+
+        An organizer lands on the console; a team member on the team page of
+        their most recent contest; anyone else on the page for joining a team.
+        """
+        user = self.request.user
+        if access.is_any_organizer(user):
+            return reverse("web:console")
+        membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
+        if membership is not None:
+            return reverse("web:team", args=[membership.team.contest.slug])
+        return reverse("web:join")
 
     def get_context_data(self, **kwargs):
         from .common import js_strings

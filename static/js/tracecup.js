@@ -428,6 +428,16 @@
     once();
   }
 
+  /* Start (or restart) polling an element that carries data-state-url: used after an
+     upload, so the card's counter, final-set marker and history follow the server. */
+  function watch(el) {
+    if (!el) { return; }
+    var url = el.getAttribute("data-state-url");
+    if (url) { el.setAttribute("data-poll-url", url); }
+    el.removeAttribute("data-finished");
+    poll(el);
+  }
+
   function initPolling(scope) {
     Array.prototype.forEach.call(scope.querySelectorAll("[data-poll-url]"), function (el) {
       if (!el.getAttribute("data-finished")) { poll(el); }
@@ -463,6 +473,14 @@
         }
       }
       input.addEventListener("change", showChosen);
+
+      // Once the result box reports the final state, the "received; validating and scoring"
+      // line and the progress bar have said all they had to say.
+      function settle() {
+        if (status) { status.textContent = ""; }
+        if (bar) { bar.hidden = true; }
+      }
+      if (result) { result.addEventListener("tracecup:finished", settle); }
 
       ["dragenter", "dragover"].forEach(function (name) {
         zone.addEventListener(name, function (e) {
@@ -515,10 +533,14 @@
             if (status) { status.textContent = fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }); }
             return;
           }
-          if (status) { status.textContent = data.message || ""; }
+          // A refused upload's message is shown once, in the result box (server-rendered and
+          // escaped there); the transient line under the bar only says what is under way.
+          if (status) { status.textContent = data.ok ? (data.message || "") : ""; }
+          if (!data.ok && bar) { bar.hidden = true; }
           if (result && data.html != null) {
             result.innerHTML = data.html;
             initAll(result);
+            if (data.ok && !result.querySelector("[data-poll-url]")) { settle(); }
           }
           if (data.replace) {  // other parts of the page the server re-rendered (e.g. counters)
             Object.keys(data.replace).forEach(function (id) {
@@ -526,6 +548,7 @@
               if (target) { target.innerHTML = data.replace[id]; initAll(target); }
             });
           }
+          (data.poll || []).forEach(function (id) { watch(document.getElementById(id)); });
           if (data.ok) {
             form.reset();
             showChosen();

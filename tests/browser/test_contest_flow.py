@@ -67,7 +67,22 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     org.wait_for_url(re.compile(r"/console/web/jobs/\d+/$"))
     # live status on the job page: the poller replaces the badge when the worker finishes
     org.locator("#job-live .badge", has_text="succeeded").wait_for(timeout=180_000)
+    # the rest of the job's block follows the server too (no reload): times and attempts
+    assert org.locator("#job-started").inner_text().strip() != "—"
+    assert org.locator("#job-finished").inner_text().strip() != "—"
+    assert org.locator("#job-attempts").inner_text().strip() == "1"
     shot(org, "console-job-generation")
+    # a job that fails while its page is open: Retry appears without a reload
+    from contest.services import jobs as job_service
+    broken = job_service.create_job("score_anonymized", contest=contest, dispatch=False, anonymized_set_id=987654)
+    org.goto(f"{base}/console/web/jobs/{broken.pk}/")
+    assert org.locator("#job-live").get_by_role("button", name="Retry").count() == 0
+    assert org.locator("#job-started").inner_text().strip() == "—"
+    job_service.send(broken)
+    org.locator("#job-live").get_by_role("button", name="Retry").wait_for(timeout=60_000)
+    assert org.locator("#job-attempts").inner_text().strip() == "1"
+    assert org.locator("#job-finished").inner_text().strip() != "—"
+    broken.delete()  # the rest of the round expects no failed job
     assert Dataset.objects.filter(round__contest=contest).count() == (3 + 3) * 2
 
     # ---- team member: downloads, upload by file picker, live scoring, an invalid file's errors
@@ -91,7 +106,16 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     result.locator(".badge", has_text=SCORED).first.wait_for(timeout=120_000)
     text = result.inner_text()
     assert "s_U" in text and re.search(r"s_U = 0\.\d{4}|s_U = 1\.0000", text), text
+    # live widgets, without a reload: the transient line gives way to the result; the counter,
+    # the final-set marker and the history show the server's state
+    history = alpha.locator(f"#history-ds-{ds.pk}")
+    history.locator("tr", has_text="#1").locator(".badge", has_text=SCORED).wait_for(timeout=30_000)
+    assert "validating and scoring" not in card.inner_text()
+    assert card.locator("progress").first.is_hidden()
     assert "1 of 10 uploads used" in alpha.locator(f"#counter-ds-{ds.pk}").inner_text()
+    final_line = alpha.locator(f"#final-ds-{ds.pk}").inner_text()
+    if result.locator(".badge", has_text=SCORED).first.inner_text().strip() == "valid":
+        assert "#1" in final_line and "default" in final_line, final_line
     assert_labelled(alpha)
     shot(alpha, "team-dashboard-after-upload")
     aset = AnonymizedSet.objects.get(dataset=ds, seq=1)
@@ -110,6 +134,10 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     shot(alpha, "team-upload-errors")
     rejected = AnonymizedSet.objects.get(dataset=ds, seq=2)
     assert rejected.status == AnonymizedSet.REJECTED
+    # the history gains the rejected upload and the counter does not count it, without a reload
+    history.locator("tr", has_text="#2").locator(".badge", has_text="rejected").wait_for(timeout=30_000)
+    assert "1 of 10 uploads used" in alpha.locator(f"#counter-ds-{ds.pk}").inner_text()
+    assert "validating and scoring" not in card.inner_text()
     # drag and drop: a file dropped on the TRP drop zone is uploaded the same way
     ds2 = Dataset.objects.get(round__contest=contest, team__number=1, challenge=2)
     dropped = anonymize_csv(ds2, "A1-none").decode()

@@ -124,7 +124,8 @@ def test_upload_without_javascript_scores_and_shows_errors(generated, client_for
         r = _upload(alpha, contest, ds, good, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
     body = r.json()
     assert r.status_code == 201 and body["ok"] and "data-poll-url" in body["html"]
-    assert "2 of 10 uploads used" in body["replace"][f"counter-ds-{ds.pk}"]
+    # ... and the card's live part (counter, final set, history) re-rendered, with the order to poll it
+    assert "2 of 10 uploads used" in body["replace"][f"state-ds-{ds.pk}"] and body["poll"] == [f"state-ds-{ds.pk}"]
     status = alpha.get(f"/c/{contest.slug}/team/uploads/{body['upload_id']}/status.json").json()
     assert status["finished"] is False and status["status"] == "pending"
 

@@ -19,8 +19,23 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-LOGINS = [("organizer", "organizer-demo", "organizer (judge)"), ("alice", "alice-demo", "team Alpha member"),
-          ("bob", "bob-demo", "team Beta member")]
+DEMO_YAML = Path(__file__).resolve().parents[2] / "demo.yaml"
+
+
+def demo_logins(path: Path = DEMO_YAML) -> list[tuple[str, str, str]]:
+    """Every account of the demo contest file as (username, password, role): organizers, then team members.
+
+    Read from ``contest/demo.yaml`` itself, so the printed list cannot drift from the accounts the demo creates.
+    """
+    import yaml
+    spec = yaml.safe_load(path.read_text())
+    organizers = set(spec.get("contest", {}).get("organizers") or [])
+    out = [(u["username"], u["password"], "organizer (judge)" if u["username"] in organizers else "user")
+           for u in spec.get("users") or []]
+    for team in spec.get("teams") or []:
+        for m in team.get("members") or []:
+            out.append((m["username"], m["password"], f"team {team['name']} {m.get('role', 'member')}"))
+    return out
 
 
 class Command(BaseCommand):
@@ -53,7 +68,7 @@ class Command(BaseCommand):
         w(f"  Django admin:   {base}/admin/  (log in as the organizer after `manage.py createsuperuser`,")
         w("                  or use the organizer console)")
         w("  logins (username / password):")
-        for username, password, role in LOGINS:
+        for username, password, role in demo_logins():
             w(f"    {username:10s} / {password:16s} {role}")
         w("")
 
