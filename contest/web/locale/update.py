@@ -34,7 +34,7 @@ def main() -> int:
         if PO.exists():
             shutil.copy(PO, target / "django.po")  # makemessages merges into it, keeping translations
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="contest.settings", PYTHONPATH=str(ROOT))
-        subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "ja", "--symlinks", "--no-location",
+        subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "ja", "--symlinks", "--no-location", "--no-wrap",
                         "-i", "web/locale/*"], cwd=work, env=env, check=True)
         shutil.copy(target / "django.po", PO)
     subprocess.run(["msgfmt", "--check-format", "-o", str(PO.with_suffix(".mo")), str(PO)], check=True)
