@@ -14,12 +14,14 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from scoring.algorithms.registry import judge_defaults
 from scoring.grid import DEFAULT_HOSPITALS, Grid, TimeAxis
+from scoring.vocabulary import AttackKind, Challenge, ScoreKind
 
 User = settings.AUTH_USER_MODEL
 
-IDP, TRP = 1, 2
-CHALLENGES = ((IDP, "re-identification (IDP)"), (TRP, "trace inference (TRP)"))
+IDP, TRP = Challenge.IDP, Challenge.TRP
+CHALLENGES = tuple((c.value, c.label) for c in Challenge)
 
 
 def _default_hospitals():
@@ -27,7 +29,8 @@ def _default_hospitals():
 
 
 def _default_judge_attacks():
-    return ["I1-rand", "I2-VisitProb", "I3-HomeProb", "T1-rand", "T2-VisitProb", "T3-HomeProb"]
+    """The registry's judge defaults (I1-I3, T1-T3): the registry says which attacks the judge runs."""
+    return [a.name for a in judge_defaults()]
 
 
 def _invitation_code():
@@ -322,7 +325,7 @@ class PublicSet(models.Model):
 class Attack(models.Model):
     """A team's etable or etraces against a public set (SPEC 8.5)."""
 
-    ETABLE, ETRACES = "etable", "etraces"
+    ETABLE, ETRACES = AttackKind.REIDENTIFICATION.file_kind, AttackKind.TRACE_INFERENCE.file_kind
     KINDS = ((ETABLE, "etable (re-identification)"), (ETRACES, "etraces (trace inference)"))
     PENDING, VALID, REJECTED, ERROR = "pending", "valid", "rejected", "error"
     STATUSES = ((PENDING, "pending"), (VALID, "scored"), (REJECTED, "rejected (format errors)"), (ERROR, "judge error"))
@@ -353,7 +356,7 @@ class JudgeAttackResult(models.Model):
 
     public_set = models.ForeignKey(PublicSet, on_delete=models.PROTECT, related_name="judge_attacks")
     algorithm = models.CharField(max_length=60)
-    kind = models.CharField(max_length=20, help_text="reidentification or trace_inference")
+    kind = models.CharField(max_length=20, help_text="reidentification or trace_inference")  # scoring.vocabulary.AttackKind
     params = models.JSONField(default=dict)
     seed = models.BigIntegerField()
     output = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
@@ -373,8 +376,8 @@ class Score(models.Model):
     Re-scoring inserts new rows and marks the old ones ``current=False``.
     """
 
-    UTILITY, REIDENTIFICATION, TRACE_INFERENCE = "utility", "reidentification", "trace_inference"
-    METRICS = ((UTILITY, "s_U"), (REIDENTIFICATION, "s_I"), (TRACE_INFERENCE, "s_T"))
+    UTILITY, REIDENTIFICATION, TRACE_INFERENCE = ScoreKind.UTILITY, ScoreKind.REIDENTIFICATION, ScoreKind.TRACE_INFERENCE
+    METRICS = tuple((k.value, k.symbol) for k in ScoreKind)
 
     dataset = models.ForeignKey(Dataset, on_delete=models.PROTECT, related_name="scores")
     metric = models.CharField(max_length=20, choices=METRICS)

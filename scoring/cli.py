@@ -27,6 +27,7 @@ from . import io as sio
 from . import scores
 from .errors import ValidationError
 from .grid import Grid, TimeAxis
+from .vocabulary import AttackKind
 
 
 class CommandError(Exception):
@@ -139,7 +140,7 @@ def cmd_preview(args) -> int:
     print(f"s_U {result.s_u!r} ({'valid' if result.valid else 'INVALID: the judge would not attack it'}, "
           f"s_req {args.s_req})")
     for a in result.attacks:
-        symbol = "s_I" if a.kind == "reidentification" else "s_T"
+        symbol = "s_I" if a.kind == AttackKind.REIDENTIFICATION else "s_T"
         print(f"{a.name:<14} {symbol} {a.score!r}")
     print(f"s_I,min {result.s_i_min!r}")
     print(f"s_T,min {result.s_t_min!r}")

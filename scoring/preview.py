@@ -20,7 +20,6 @@ pseudonym order was.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,13 +29,9 @@ from .algorithms.attacks import home_slots, parse_slots, slot_mask
 from .algorithms.registry import Algorithm, get, judge_defaults
 from .grid import Grid, TimeAxis
 from .pseudonymize import Pseudonymized, pseudonymize
+from .seeds import derived_seed
 from .traces import AnonymizedTraces, Traces
-
-
-def derived_seed(base_seed: int, *parts) -> int:
-    """A 63-bit seed derived from ``base_seed`` and labels (SHA-256, so seeds of different labels are unrelated)."""
-    text = ":".join(str(p) for p in (base_seed, *parts))
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+from .vocabulary import AttackKind
 
 
 @dataclass(frozen=True)
@@ -120,11 +115,11 @@ def run_attack(algorithm: Algorithm | str, grid: Grid, reference: Traces, pub: A
         algorithm = get(algorithm)
     resolved = algorithm.resolve({**algorithm.axis_params(axis or TimeAxis()), **(params or {})})
     out = algorithm.run(grid, reference, pub, seed=seed, **resolved)
-    if algorithm.kind == "reidentification":
+    if algorithm.kind == AttackKind.REIDENTIFICATION:
         score, reidentified, contribution = reidentification_outcome(original, true_users, out)
         return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
                              reidentified=reidentified, contribution=contribution)
-    if algorithm.kind == "trace_inference":
+    if algorithm.kind == AttackKind.TRACE_INFERENCE:
         score, error, contribution = trace_inference_outcome(grid, original, out, lambda_t=lambda_t,
                                                              hospital_weight=hospital_weight)
         return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
@@ -155,11 +150,11 @@ class Preview:
 
     @property
     def s_i_min(self) -> float | None:
-        return self._min("reidentification")
+        return self._min(AttackKind.REIDENTIFICATION)
 
     @property
     def s_t_min(self) -> float | None:
-        return self._min("trace_inference")
+        return self._min(AttackKind.TRACE_INFERENCE)
 
     def as_dict(self) -> dict:
         """JSON-ready summary (no per-user data)."""
@@ -210,8 +205,8 @@ def per_user_rows(original: Traces, outcomes: list[AttackOutcome]) -> tuple[tupl
     minimum s_I and minimum s_T (the attack achieving each minimum), so that
     each share column sums to that minimum.
     """
-    reid = [a for a in outcomes if a.kind == "reidentification"]
-    trace = [a for a in outcomes if a.kind == "trace_inference"]
+    reid = [a for a in outcomes if a.kind == AttackKind.REIDENTIFICATION]
+    trace = [a for a in outcomes if a.kind == AttackKind.TRACE_INFERENCE]
     m = original.m
     hit = np.stack([a.reidentified for a in reid]) if reid else np.zeros((0, m), bool)
     names = np.array([a.name for a in reid], dtype=object)
@@ -252,7 +247,7 @@ def leak_map(grid: Grid, original: Traces, anonymized: AnonymizedTraces, outcome
     re-identified users).
     """
     M = grid.M
-    reid = [a.reidentified for a in outcomes if a.kind == "reidentification"]
+    reid = [a.reidentified for a in outcomes if a.kind == AttackKind.REIDENTIFICATION]
     hit = np.any(np.stack(reid), axis=0) if reid else np.zeros(original.m, bool)
     regions = original.regions[hit].astype(np.int64)
     events = anonymized.events[hit]

@@ -89,13 +89,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
 
-IDP = 1
-TRP = 2
-CHALLENGES = (IDP, TRP)
-
-REIDENTIFICATION = "reidentification"
-TRACE_INFERENCE = "trace_inference"
-KINDS = (REIDENTIFICATION, TRACE_INFERENCE)
+from .vocabulary import ATTACK_KINDS as KINDS
+from .vocabulary import CHALLENGES, IDP, REIDENTIFICATION, TRACE_INFERENCE, TRP  # noqa: F401 - re-exported
 
 VARIANT_2019 = "2019-v1.4"
 VARIANT_PAPER = "paper"

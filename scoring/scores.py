@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .traces import AnonymizedTraces, SetTable, Traces
+from .vocabulary import AttackKind
 
 CONVENTIONS = ("mean-distance", "mean-loss")
 
@@ -167,3 +168,28 @@ def trace_inference(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 
     if total <= 0:
         raise ValueError("the event weights sum to zero")
     return float((w * per_event).sum() / total)
+
+
+def attack_score(kind: str, grid, estimate, *, true_users=None, truth: Traces | None = None,
+                 lambda_t: float = 2.0, hospital_weight: float = 10.0) -> float:
+    """The privacy score of one attack's output, by its kind: the one kind-to-score dispatch.
+
+    Args:
+        kind: ``"reidentification"`` (``estimate`` is an etable, (n_pseudonyms,) user ids in
+            ascending pseudonym order; needs ``true_users``, the secret ID table in the same order)
+            or ``"trace_inference"`` (``estimate`` is etraces, :class:`Traces`; needs ``truth``,
+            the original traces O).
+        grid: the contest grid (distances for s_T).
+
+    Returns:
+        s_I or s_T as a float in [0, 1].
+    """
+    if kind == AttackKind.REIDENTIFICATION:
+        if true_users is None:
+            raise ValueError("a re-identification score needs the true user ids of the pseudonyms")
+        return float(reidentification(true_users, estimate))
+    if kind == AttackKind.TRACE_INFERENCE:
+        if truth is None:
+            raise ValueError("a trace-inference score needs the original traces")
+        return float(trace_inference(grid, truth, estimate, lambda_t=lambda_t, hospital_weight=hospital_weight))
+    raise ValueError(f"{kind!r} is not an attack kind; expected one of reidentification, trace_inference")

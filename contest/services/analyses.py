@@ -33,11 +33,11 @@ Decisions where SPEC 13 is silent:
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 
 from contest.models import AnonymizedSet, Contest, Dataset, Round
 from contest.services import data, storage
+from scoring.seeds import derived_seed
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +71,7 @@ def poi_regions(contest: Contest):
 
 
 def _uniform_seed(contest_seed: int, dataset: Dataset) -> int:
-    text = f"{contest_seed}:uniform-baseline:{dataset.round.number}:{dataset.number}:{dataset.challenge}"
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+    return derived_seed(contest_seed, "uniform-baseline", dataset.round.number, dataset.number, dataset.challenge)
 
 
 def _figures(grid, original, anonymized, slots, pois) -> dict:

@@ -13,6 +13,8 @@ from collections import OrderedDict
 
 from contest.models import StoredFile
 from contest.services import storage
+from scoring.scores import attack_score
+from scoring.vocabulary import AttackKind
 
 _CACHE: OrderedDict[tuple, object] = OrderedDict()
 _CACHE_SIZE = 16
@@ -100,6 +102,21 @@ def etable_csv(user_ids) -> bytes:
 def etraces_csv(tr) -> bytes:
     from scoring import io as sio
     return _write(sio.write_etraces, tr)
+
+
+def secret_truth(public_set, kind: AttackKind) -> dict:
+    """What scoring an attack of ``kind`` on ``public_set`` needs of the secrets, read only if needed:
+    ``true_users`` (the ID table, re-identification) or ``truth`` (the original traces O, trace inference)."""
+    if AttackKind(kind) is AttackKind.REIDENTIFICATION:
+        return {"true_users": ptable(public_set.ptable)[1]}
+    dataset = public_set.dataset
+    return {"truth": traces(dataset.original, dataset.round.contest.grid())}
+
+
+def attack_value(contest, kind: AttackKind, estimate, secret: dict) -> float:
+    """s_I or s_T of an attack's output under the contest's parameters (``secret``: see :func:`secret_truth`)."""
+    return attack_score(kind, contest.grid(), estimate, true_users=secret.get("true_users"),
+                        truth=secret.get("truth"), lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
 
 
 def validation_issues(exc) -> tuple[list[dict], int]:

@@ -7,13 +7,14 @@ current result.
 """
 from __future__ import annotations
 
-import hashlib
-
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import audit, data, jobs, results, storage
+from scoring.algorithms.registry import get
+from scoring.seeds import derived_seed
+from scoring.vocabulary import ATTACK_KINDS, AttackKind, ScoreKind
 
 
 def final_choice(dataset: Dataset) -> AnonymizedSet | None:
@@ -109,15 +110,11 @@ def pending_judge_attacks(ps: PublicSet) -> list[str]:
 
 def attack_seed(contest_seed: int, ps: PublicSet, algorithm: str) -> int:
     """A deterministic seed per (contest, round, set, algorithm), so a re-run reproduces the result."""
-    text = f"{contest_seed}:{ps.dataset.round.number}:{ps.dataset.label}:{algorithm}"
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+    return derived_seed(contest_seed, ps.dataset.round.number, ps.dataset.label, algorithm)
 
 
 def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     """Run every enabled judge attack not yet run on ``ps`` and store its output and score."""
-    from scoring.algorithms.registry import get
-    from scoring.scores import reidentification, trace_inference
-
     ps = PublicSet.objects.select_related("dataset__round__contest", "dataset__reference", "dataset__original",
                                           "pubtraces", "ptable").get(pk=ps.pk)
     ds = ps.dataset
@@ -137,18 +134,12 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
         # The slot-of-day attacks (I3/T3's 8:00-8:59) follow this contest's clock, not 2019's.
         params = algorithm.resolve(algorithm.axis_params(axis))
         out = algorithm.run(grid, reference, pub, seed=seed, **params)
-        stem = f"{name}-{ds.label}_{ds.round.number:03d}"
-        if algorithm.kind == "reidentification":
-            _, true_users = data.ptable(ps.ptable)
-            value = float(reidentification(true_users, out))
-            content, metric, fname = data.etable_csv(out), Score.REIDENTIFICATION, f"etable_{stem}.csv"
-        elif algorithm.kind == "trace_inference":
-            truth = data.traces(ds.original, grid)
-            value = float(trace_inference(grid, truth, out, lambda_t=contest.lambda_t,
-                                          hospital_weight=contest.hospital_weight))
-            content, metric, fname = data.etraces_csv(out), Score.TRACE_INFERENCE, f"etraces_{stem}.csv"
-        else:
+        if algorithm.kind not in ATTACK_KINDS:
             raise ValueError(f"judge attack {name} is a {algorithm.kind}, not an attack")
+        kind = AttackKind(algorithm.kind)
+        value = data.attack_value(contest, kind, out, data.secret_truth(ps, kind))
+        content = data.etable_csv(out) if kind is AttackKind.REIDENTIFICATION else data.etraces_csv(out)
+        metric, fname = ScoreKind(kind), f"{kind.file_kind}_{name}-{ds.label}_{ds.round.number:03d}.csv"
         try:
             with transaction.atomic():
                 stored = storage.store_bytes(content, fname)

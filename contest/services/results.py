@@ -18,6 +18,7 @@ import json
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from contest.models import (
     AnonymizedSet,
@@ -31,21 +32,42 @@ from contest.models import (
     Score,
 )
 from contest.services import analyses, audit, jobs
+from scoring.results import (
+    BEST_ANONYMIZER,
+    BEST_ANONYMIZER_REID,
+    BEST_ANONYMIZER_TRACE,
+    BEST_ATTACKER_REID,
+    BEST_ATTACKER_TRACE,
+    OVERALL,
+    AttackRow,
+    SetRef,
+    UtilityRow,
+    compute_results,
+)
+from scoring.vocabulary import AttackKind
 
+#: Award name (``scoring.results``) -> (title, rule in the paper's notation): the one table of award
+#: titles. Titles are marked for translation; the pages translate them, the stored Award row keeps English.
 AWARD_TITLES = {
-    "overall": "Overall place {place}",
-    "best_anonymizer_reidentification": "Best anonymizer (re-identification)",
-    "best_anonymizer_trace_inference": "Best anonymizer (trace inference)",
-    "best_anonymizer": "Best anonymization",
-    "best_attacker_reidentification": "Best attacker (re-identification)",
-    "best_attacker_trace_inference": "Best attacker (trace inference)",
+    OVERALL: (gettext_noop("Overall"), "highest s_I,min(t,1) + s_T,min(t,2)"),
+    BEST_ANONYMIZER_REID: (gettext_noop("Best anonymizer (re-identification)"), "highest s_I,min(t,1)"),
+    BEST_ANONYMIZER_TRACE: (gettext_noop("Best anonymizer (trace inference)"), "highest s_T,min(t,2)"),
+    BEST_ANONYMIZER: (gettext_noop("Best anonymization"), "highest s_T,min(t,2)"),
+    BEST_ATTACKER_REID: (gettext_noop("Best attacker (re-identification)"), "lowest attacker sum of s_I"),
+    BEST_ATTACKER_TRACE: (gettext_noop("Best attacker (trace inference)"), "lowest attacker sum of s_T"),
 }
+
+
+def award_title(name: str, place: int | None = None) -> tuple[str, str]:
+    """(English title, rule) of award ``name``; the overall award's title names its ``place``."""
+    title, rule = AWARD_TITLES.get(name, (name.replace("_", " ").capitalize(), ""))
+    if name == OVERALL and place is not None:
+        title = f"{title}, place {place}"
+    return title, rule
 
 
 def score_rows(contest: Contest):
     """(teams, round_weights, utility rows, attack rows, benchmark team) from the current score rows."""
-    from scoring.results import AttackRow, SetRef, UtilityRow
-
     freeze = contest.freeze_at
     rounds = list(Round.objects.filter(contest=contest))
     teams = sorted(contest.teams.filter(approved=True).values_list("number", flat=True))
@@ -64,9 +86,8 @@ def score_rows(contest: Contest):
     for ds in Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK, public_set__isnull=False):
         # The benchmark is O itself, pseudonymized only: its utility is 1 by definition.
         utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), 1.0, True, None))
-    metric_kind = {Score.REIDENTIFICATION: "reidentification", Score.TRACE_INFERENCE: "trace_inference"}
     rows = (Score.objects.filter(dataset__round__contest=contest, current=True,
-                                 metric__in=tuple(metric_kind))
+                                 metric__in=tuple(AttackKind))
             .select_related("dataset__round", "attack__attacker", "judge_attack"))
     for s in rows:
         ds = s.dataset
@@ -74,12 +95,12 @@ def score_rows(contest: Contest):
         if s.attack_id:
             if freeze and s.attack.created_at > freeze:
                 continue
-            attacks.append(AttackRow(ref, s.attack.attacker.number, metric_kind[s.metric], float(s.value),
+            attacks.append(AttackRow(ref, s.attack.attacker.number, AttackKind(s.metric), float(s.value),
                                      s.attack.created_at))
         elif s.judge_attack_id:
             if not contest.judge_attacks_enabled:
                 continue
-            attacks.append(AttackRow(ref, s.judge_attack.algorithm, metric_kind[s.metric], float(s.value),
+            attacks.append(AttackRow(ref, s.judge_attack.algorithm, AttackKind(s.metric), float(s.value),
                                      s.judge_attack.created_at))
     weights = {r.number: float(r.weight) for r in rounds}
     return teams, weights, utility, attacks, (bench_numbers.pop() if bench_numbers else None)
@@ -87,8 +108,6 @@ def score_rows(contest: Contest):
 
 def compute(contest: Contest):
     """The contest's :class:`scoring.results.Results` from its current score rows."""
-    from scoring.results import compute_results
-
     teams, weights, utility, attacks, bench = score_rows(contest)
     return compute_results(teams=teams, round_weights=weights, utility=utility, attacks=attacks,
                            benchmark_team=bench, variant=contest.award_variant, tie_break=contest.tie_break)
@@ -120,7 +139,7 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
         for a in res.awards:
             name = a.award if a.award != "overall" else f"overall-{a.place}"
             Award.objects.create(snapshot=snap, award=name,
-                                 title=AWARD_TITLES.get(a.award, a.award).format(place=a.place),
+                                 title=award_title(a.award, a.place)[0],
                                  team=teams[a.team], value=float(a.value))
         audit.record("snapshot_results", contest=contest, actor=user, obj=snap, sha256=digest)
     return snap

@@ -20,6 +20,13 @@ import json
 
 from django.core.cache import cache
 
+from contest.services import data
+from scoring.algorithms.registry import get
+from scoring.pseudonymize import pseudonymize
+from scoring.scores import utility
+from scoring.seeds import derived_seed
+from scoring.vocabulary import AttackKind
+
 #: (label as in the paper's Fig. 8, registered anonymizer, parameters)
 DEFAULT_SAMPLE_ANONYMIZERS = (
     ("No obfuscation", "A1-none", {}),
@@ -38,8 +45,7 @@ MAX_EVENTS = 60_000
 
 
 def _seed(contest_seed: int, label: str, what: str) -> int:
-    text = f"{contest_seed}:fig8:{label}:{what}"
-    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+    return derived_seed(contest_seed, "fig8", label, what)
 
 
 def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMIZERS) -> list[dict]:
@@ -49,11 +55,6 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
     ``s_u``, ``valid``, ``s_i_min``, ``s_t_min`` (floats in [0, 1]; an invalid
     set keeps its attack minima for the figure, the paper plots them all).
     """
-    from contest.services import data
-    from scoring.algorithms.registry import get
-    from scoring.pseudonymize import pseudonymize
-    from scoring.scores import reidentification, trace_inference, utility
-
     grid = contest.grid()
     reference = data.traces(dataset.reference, grid)
     original = data.traces(dataset.original, grid)
@@ -66,15 +67,13 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
                               **{**anonymizer.axis_params(axis), **params})
         s_u = float(utility(grid, original, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u))
         pse = pseudonymize(anon, seed=_seed(contest.seed, label, "pseudonymize"))
+        secret = {"true_users": pse.user_ids, "truth": original}
         s_i, s_t = [], []
         for attack in attacks:
             estimate = attack.run(grid, reference, pse.pubtraces, seed=_seed(contest.seed, label, attack.name),
                                   **attack.axis_params(axis))
-            if attack.kind == "reidentification":
-                s_i.append(float(reidentification(pse.user_ids, estimate)))
-            elif attack.kind == "trace_inference":
-                s_t.append(float(trace_inference(grid, original, estimate, lambda_t=contest.lambda_t,
-                                                 hospital_weight=contest.hospital_weight)))
+            value = data.attack_value(contest, attack.kind, estimate, secret)
+            (s_i if attack.kind == AttackKind.REIDENTIFICATION else s_t).append(value)
         out.append({"label": label, "algorithm": name, "params": params, "s_u": s_u, "valid": s_u >= contest.s_req,
                     "s_i_min": min(s_i) if s_i else 1.0, "s_t_min": min(s_t) if s_t else 1.0})
     return out

@@ -27,6 +27,9 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
 from contest.services import audit, data, jobs, storage
+from scoring.errors import ValidationError
+from scoring.scores import utility
+from scoring.vocabulary import AttackKind, ScoreKind
 
 
 class RuleViolation(Exception):
@@ -123,9 +126,6 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     readable set gets a utility score row and status ``valid`` / ``invalid``
     (s_U below s_req).
     """
-    from scoring.errors import ValidationError
-    from scoring.scores import utility
-
     aset = AnonymizedSet.objects.select_related("dataset__round__contest", "file", "dataset__original").get(pk=aset.pk)
     if aset.status != AnonymizedSet.PENDING and not force:
         return aset
@@ -218,9 +218,6 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
 
 def score_attack(attack: Attack, *, force: bool = False) -> Attack:
     """Validate an etable/etraces and score it against the secret truth (idempotent)."""
-    from scoring.errors import ValidationError
-    from scoring.scores import reidentification, trace_inference
-
     attack = Attack.objects.select_related("target__dataset__round__contest", "target__ptable", "file").get(pk=attack.pk)
     if attack.status != Attack.PENDING and not force:
         return attack
@@ -228,27 +225,23 @@ def score_attack(attack: Attack, *, force: bool = False) -> Attack:
     dataset = target.dataset
     contest = dataset.round.contest
     grid = contest.grid()
+    kind = AttackKind.of_file(attack.kind)
+    secret = data.secret_truth(target, kind)
     try:
         csv = storage.read_csv_bytes(attack.file, contest.upload_size_limit)
-        if attack.kind == Attack.ETABLE:
-            _, true_users = data.ptable(target.ptable)
-            estimate = data.etable(csv, len(true_users), contest.users_per_set)
-            value = float(reidentification(true_users, estimate))
-            metric = Score.REIDENTIFICATION
+        if kind is AttackKind.REIDENTIFICATION:
+            estimate = data.etable(csv, len(secret["true_users"]), contest.users_per_set)
         else:
-            truth = data.traces(dataset.original, grid)
-            estimate = data.etraces(csv, grid, truth)
-            value = float(trace_inference(grid, truth, estimate, lambda_t=contest.lambda_t,
-                                          hospital_weight=contest.hospital_weight))
-            metric = Score.TRACE_INFERENCE
+            estimate = data.etraces(csv, grid, secret["truth"])
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         return _attack_rejected(attack, issues, total)
     except (storage.BadArchive, storage.UploadTooLarge) as exc:
         return _attack_rejected(attack, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
+    value = data.attack_value(contest, kind, estimate, secret)
     with transaction.atomic():
         Score.objects.filter(attack=attack, current=True).update(current=False)
-        Score.objects.create(dataset=dataset, metric=metric, value=value, attack=attack)
+        Score.objects.create(dataset=dataset, metric=ScoreKind(kind), value=value, attack=attack)
         Attack.objects.filter(pk=attack.pk).update(status=Attack.VALID, score=value, errors=[], error_total=0,
                                                    scored_at=timezone.now())
     attack.refresh_from_db()

@@ -13,11 +13,12 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from contest.models import IDP, TRP, Contest, Phase, ResultsSnapshot, Team
+from contest.models import IDP, Contest, Phase, ResultsSnapshot, Team
+from scoring.vocabulary import Challenge
 
 from . import access
 
-CHALLENGE_SHORT = {IDP: "IDP", TRP: "TRP"}
+CHALLENGE_SHORT = {c: c.name for c in Challenge}
 
 
 def challenge_name(challenge: int) -> str:

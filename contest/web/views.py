@@ -6,7 +6,8 @@ question goes to ``contest.permissions`` (through ``contest.web.access``).
 """
 from __future__ import annotations
 
-import numpy as np
+import math
+
 from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import views as auth_views
@@ -16,11 +17,12 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
 
 from contest.models import IDP, TRP, Contest
-from contest.services import teams
+from contest.services import results, teams
+from scoring.analyses import correlation
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
+from scoring.vocabulary import AttackKind
 
 from . import access
 from .common import (
@@ -35,8 +37,6 @@ from .common import (
     visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
-
-KIND_METRIC = {"reidentification": "s_I", "trace_inference": "s_T"}
 
 
 # ---------------------------------------------------------------- home and overview
@@ -206,7 +206,8 @@ def attack_matrix(request, slug):
     targets = [s for s in rv.sets(choice) if s["valid"]]
     target_keys = [s["set"]["key"] for s in targets]
     matrices = []
-    for kind, metric in (("reidentification", "s_I"), ("trace_inference", "s_T")):
+    for kind in AttackKind:
+        metric = kind.symbol
         cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
                  if c["kind"] == kind and c["set"]["round"] == choice}
         attackers = sorted({a for a, _k in cells}, key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
@@ -222,7 +223,7 @@ def attack_matrix(request, slug):
                 row_cells.append({"value": v, "attempts": c["attempts"] if c else 0, "style": heat_style(v)})
             rows.append({"label": rv.team_label(a), "judge": isinstance(a, str), "cells": row_cells})
             values.append(row_vals)
-        minima = [s["s_i_min" if kind == "reidentification" else "s_t_min"] for s in targets]
+        minima = [s["s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"] for s in targets]
         matrices.append({
             "kind": kind, "metric": metric, "rows": rows,
             "minima": [{"value": v, "style": heat_style(v)} for v in minima],
@@ -237,18 +238,9 @@ def attack_matrix(request, slug):
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
 
 
-AWARD_TITLES = {
-    "overall": (gettext_noop("Overall"), "highest s_I,min(t,1) + s_T,min(t,2)"),
-    "best_anonymizer_reidentification": (gettext_noop("Best anonymizer (re-identification)"), "highest s_I,min(t,1)"),
-    "best_anonymizer_trace_inference": (gettext_noop("Best anonymizer (trace inference)"), "highest s_T,min(t,2)"),
-    "best_anonymizer": (gettext_noop("Best anonymization"), "highest s_T,min(t,2)"),
-    "best_attacker_reidentification": (gettext_noop("Best attacker (re-identification)"), "lowest attacker sum of s_I"),
-    "best_attacker_trace_inference": (gettext_noop("Best attacker (trace inference)"), "lowest attacker sum of s_T"),
-}
-
-
 def award_title(name: str) -> tuple[str, str]:
-    title, rule = AWARD_TITLES.get(name, (name.replace("_", " ").capitalize(), ""))
+    """(title in the page language, rule) of an award (the titles live in contest.services.results)."""
+    title, rule = results.award_title(name)
     return _(title), rule
 
 
@@ -281,15 +273,6 @@ def awards(request, slug):
     return page(request, "web/awards.html", ctx, contest=contest, sub="awards")
 
 
-def correlation(xs, ys) -> float | None:
-    """Pearson correlation coefficient of two equal-length sequences (None when undefined)."""
-    x = np.asarray(xs, dtype=np.float64)
-    y = np.asarray(ys, dtype=np.float64)
-    if x.size < 2 or np.std(x) == 0 or np.std(y) == 0:
-        return None
-    return float(np.corrcoef(x, y)[0, 1])
-
-
 def plots(request, slug):
     contest = get_contest(slug)
     rv, preview = _results(request, contest)
@@ -310,6 +293,7 @@ def plots(request, slug):
             team_x.append(s["s_i_min"])
             team_y.append(s["s_t_min"])
     r = correlation(team_x, team_y)
+    r = None if math.isnan(r) else r  # fewer than two sets, or one score constant
     fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
     # Paper Fig. 8: the sample anonymizers, when the judge evaluated them.

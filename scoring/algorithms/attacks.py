@@ -46,6 +46,7 @@ import scipy.sparse as sp
 
 from ..grid import slot_of_day
 from ..traces import AnonymizedTraces, Traces
+from ..vocabulary import AttackKind
 from .registry import Param, register
 
 DELTA = 1e-8  # seed 001 / paper 4.1: the probability given to a region never visited in R
@@ -373,7 +374,7 @@ def _visitprob_loglik(grid, reference, pub, rng, *, delta, sample_2019, slots=No
     return log_likelihood(P, pub, pub_mask, sample_2019=sample_2019, sample_events=slots is None, rng=rng)
 
 
-@register("I1-rand", "reidentification", judge_default=True)
+@register("I1-rand", AttackKind.REIDENTIFICATION, judge_default=True)
 def i1_rand(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator) -> np.ndarray:
     """Random re-identification: a uniformly random permutation of the user ids as the etable
     (seed 001, 2.2.1). With more pseudonyms than users, users are drawn with replacement."""
@@ -383,7 +384,7 @@ def i1_rand(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Gener
     return rng.choice(reference.user_ids, size=n, replace=True).astype(np.int64)
 
 
-@register("I2-VisitProb", "reidentification", params=(_SAMPLE, _DELTA), judge_default=True)
+@register("I2-VisitProb", AttackKind.REIDENTIFICATION, params=(_SAMPLE, _DELTA), judge_default=True)
 def i2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator, *,
                  sample_2019: bool = False, delta: float = DELTA) -> np.ndarray:
     """Visit-probability re-identification (seed 001 2.2.2, paper 4.1 VisitProb-R).
@@ -397,7 +398,7 @@ def i2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.
     return reference.user_ids[argmax_first(ll)]
 
 
-@register("I3-HomeProb", "reidentification", params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
+@register("I3-HomeProb", AttackKind.REIDENTIFICATION, params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
 def i3_homeprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator, *,
                 sample_2019: bool = False, delta: float = DELTA, slots_per_day: int = 20,
                 home_slots: str = "0,1") -> np.ndarray:
@@ -410,7 +411,7 @@ def i3_homeprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.G
 
 # ----------------------------------------------------------------------------- trace inference
 
-@register("T1-rand", "trace_inference", judge_default=True)
+@register("T1-rand", AttackKind.TRACE_INFERENCE, judge_default=True)
 def t1_rand(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator) -> Traces:
     """Random trace inference: every event of every user a uniformly random region (seed 001, 2.3.1)."""
     regions = rng.integers(0, grid.M, size=(reference.m, pub.L)).astype(np.int32)
@@ -424,7 +425,7 @@ def _visitprob_t(grid, reference, pub, rng, ll) -> Traces:
     return traces_from_assignment(reference, pub, user_index, inferred, rng, grid.M)
 
 
-@register("T2-VisitProb", "trace_inference", params=(_SAMPLE, _DELTA), judge_default=True)
+@register("T2-VisitProb", AttackKind.TRACE_INFERENCE, params=(_SAMPLE, _DELTA), judge_default=True)
 def t2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator, *,
                  sample_2019: bool = False, delta: float = DELTA) -> Traces:
     """VisitProb trace inference (seed 001 2.3.2, paper 4.1 VisitProb-T).
@@ -438,7 +439,7 @@ def t2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.
     return _visitprob_t(grid, reference, pub, rng, ll)
 
 
-@register("T3-HomeProb", "trace_inference", params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
+@register("T3-HomeProb", AttackKind.TRACE_INFERENCE, params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
 def t3_homeprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Generator, *,
                 sample_2019: bool = False, delta: float = DELTA, slots_per_day: int = 20,
                 home_slots: str = "0,1") -> Traces:

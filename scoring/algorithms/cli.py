@@ -21,6 +21,7 @@ import json
 from .. import io as sio
 from ..cli import _add_grid, _grid
 from ..grid import TimeAxis
+from ..vocabulary import AttackKind
 from .registry import KINDS, all_algorithms, get
 
 
@@ -57,14 +58,14 @@ def cmd_anonymize(args) -> int:
 
 
 def cmd_attack(args) -> int:
-    algorithm = _algorithm(args.name, ("reidentification", "trace_inference"))
+    algorithm = _algorithm(args.name, (AttackKind.REIDENTIFICATION, AttackKind.TRACE_INFERENCE))
     axis = algorithm.axis_params(TimeAxis.from_info_time(args.time)) if args.time else {}
     params = algorithm.resolve({**axis, **parse_params(args.param)})  # an explicit --param wins
     grid = _grid(args)
     reference = sio.read_traces(args.reference, grid)
     pub = sio.read_pubtraces(args.pubtraces, grid)
     result = algorithm.run(grid, reference, pub, seed=args.seed, **params)
-    if algorithm.kind == "reidentification":
+    if algorithm.kind == AttackKind.REIDENTIFICATION:
         sio.write_etable(result, args.out)
     else:
         sio.write_etraces(result, args.out)

@@ -77,6 +77,7 @@ from scipy.optimize import linear_sum_assignment
 
 from ..grid import slot_of_day
 from ..traces import AnonymizedTraces, Traces
+from ..vocabulary import AttackKind
 from .attacks import (
     _S,
     DELTA,
@@ -325,7 +326,7 @@ def _fuzzy_kw(params):
 
 # ----------------------------------------------------------------------------- re-identification
 
-@register("I4-FuzzyTFIDF", "reidentification", params=_FUZZY + (
+@register("I4-FuzzyTFIDF", AttackKind.REIDENTIFICATION, params=_FUZZY + (
     Param("matching", str, "nn", "'nn' (paper's 1-NN), 'greedy' or 'assignment' (one-to-one)"),))
 def i4_fuzzy_tfidf(grid, reference: Traces, pub: AnonymizedTraces, rng, *, eta0=ETA0, lambda0=LAMBDA0,
                    tf="log", idf="none", coarsen=True, matching="nn") -> np.ndarray:
@@ -335,7 +336,7 @@ def i4_fuzzy_tfidf(grid, reference: Traces, pub: AnonymizedTraces, rng, *, eta0=
     return reference.user_ids[match(sim, matching)]
 
 
-@register("I5-Matching", "reidentification", params=(
+@register("I5-Matching", AttackKind.REIDENTIFICATION, params=(
     Param("score", str, "visitprob", "'visitprob' (I2's log-likelihood) or 'fuzzy' (fuzzy TF-IDF cosine)"),
     Param("delta", float, DELTA, "visit probability of a region never visited in R (seed 001)"),) + _FUZZY)
 def i5_matching(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score="visitprob", delta=DELTA,
@@ -361,7 +362,7 @@ _REID = (
 )
 
 
-@register("T4-FrequentRegion", "trace_inference", params=_REID + _FUZZY + (
+@register("T4-FrequentRegion", AttackKind.TRACE_INFERENCE, params=_REID + _FUZZY + (
     Param("threshold", float, 0.5, "a (user, slot) region is frequent if visited on more than threshold x the "
           "reference days (paper 5.3 tuned it on sample data; 0.5 = a strict majority is ours)"),
     _S))
@@ -405,7 +406,7 @@ def t4_frequent_region(grid, reference: Traces, pub: AnonymizedTraces, rng, *, s
     return traces_from_assignment(reference, pub, user_index, out.astype(np.int32), rng, M)
 
 
-@register("T5-ReferenceReplay", "trace_inference", params=_REID + _FUZZY + (
+@register("T5-ReferenceReplay", AttackKind.TRACE_INFERENCE, params=_REID + _FUZZY + (
     Param("keep_single", bool, False, "keep the pseudonym's single-region events instead of replaying them"),
     _S))
 def t5_reference_replay(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score="fuzzy",
@@ -434,7 +435,7 @@ def t5_reference_replay(grid, reference: Traces, pub: AnonymizedTraces, rng, *, 
     return traces_from_assignment(reference, pub, user_index, out.astype(np.int32), rng, grid.M)
 
 
-@register("T6-Matching", "trace_inference", params=(
+@register("T6-Matching", AttackKind.TRACE_INFERENCE, params=(
     Param("score", str, "visitprob", "re-identification score: 'visitprob' (I2) or 'fuzzy'"),
     Param("delta", float, DELTA, "visit probability of a region never visited in R (seed 001)"),) + _FUZZY)
 def t6_matching(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score="visitprob", delta=DELTA,
@@ -465,7 +466,7 @@ def coarse_cells(table, events: np.ndarray) -> np.ndarray:
     return cell
 
 
-@register("T7-Refinement", "trace_inference", params=_REID + _FUZZY + (
+@register("T7-Refinement", AttackKind.TRACE_INFERENCE, params=_REID + _FUZZY + (
     Param("alpha", float, 1e-3, "ridge penalty on the coarse-to-fine map Phi (seed 004 regularises its "
           "least-squares fit with beta = 0.015 under gradient descent; ours is solved in closed form)"),
     Param("use_reference", bool, True, "also learn Phi on the reference traces (all fine), not only on the "

@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
-KINDS = ("anonymizer", "reidentification", "trace_inference")
+from scoring.vocabulary import AlgorithmKind
+
+KINDS = tuple(AlgorithmKind)
 
 
 @dataclass(frozen=True)
@@ -120,11 +122,8 @@ def register(name: str, kind: str, params=(), judge_default: bool = False):
 
 def _load_all() -> None:
     # Importing the modules registers their algorithms.
-    from . import anonymizers, attacks  # noqa: F401
-    try:
-        from . import reference_attacks  # noqa: F401
-    except ImportError:  # pragma: no cover - optional module
-        pass
+    # (They import this module for ``register``, so this import cannot move to the top.)
+    from . import anonymizers, attacks, reference_attacks  # noqa: F401
 
 
 def get(name: str) -> Algorithm:

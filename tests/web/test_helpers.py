@@ -6,7 +6,6 @@ import pytest
 
 from contest.web.common import heat_style
 from contest.web.team import population_shares
-from contest.web.views import correlation
 from scoring.grid import Grid
 from scoring.traces import AnonymizedTraces, SetTable, Traces
 
@@ -16,13 +15,6 @@ def test_heat_style_ends_of_the_scale_and_readable_text():
     assert heat_style(0.0) == "background:rgb(68,1,84);color:#fff"
     assert heat_style(1.0) == "background:rgb(253,231,37);color:#000"
     assert heat_style(2.0) == heat_style(1.0)  # clamped
-
-
-def test_correlation_matches_numpy_and_is_none_when_undefined():
-    x, y = [0.1, 0.4, 0.35, 0.8], [0.2, 0.5, 0.3, 0.9]
-    assert correlation(x, y) == pytest.approx(np.corrcoef(x, y)[0, 1], abs=1e-15)
-    assert correlation([0.5, 0.5], [0.1, 0.2]) is None
-    assert correlation([0.5], [0.1]) is None
 
 
 def test_population_shares_counts_sets_fractionally_and_ignores_deletions():

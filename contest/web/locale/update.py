@@ -29,6 +29,7 @@ def main() -> int:
         work = Path(tmp)
         (work / "web").symlink_to(ROOT / "contest" / "web")
         (work / "templates").symlink_to(ROOT / "templates")
+        (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
         target = work / "locale" / "ja" / "LC_MESSAGES"
         target.mkdir(parents=True)
         if PO.exists():
