@@ -11,9 +11,14 @@ user (the k-means of A6 loops over its k clusters only while seeding and over
 its iterations).
 
 A1-A5 follow the 2019 sample programs (seed ``001``) and the paper (seed
-``000`` section 4.1) exactly in distribution; their random streams are not
-the 2019 programs' (those used Python's ``random``), so outputs match the
-2019 files in law, not bit for bit. A6 is this platform's reimplementation of
+``000`` section 4.1) exactly in distribution. By default they draw from the
+``rng`` they are given. With ``sample_2019=True``, A2-A5 instead draw from
+numpy's legacy ``RandomState(1)``, the stream the 2019 programs
+(``SmplProg_Anonymize`` of ``pwscup/dp-locationdata``) seed with
+``np.random.seed(1)``, in the programs' order and arithmetic, and so write
+the official programs' exact bytes for the same input (pinned by
+``tests/scoring/test_official_anonymizers.py`` on fixtures made by running
+the official programs). A6 is this platform's reimplementation of
 the 2019 winning anonymization from its description in the paper (section
 5.2); every choice the description leaves open is documented on
 :func:`kmeans_anonymize`.
@@ -35,7 +40,7 @@ from .registry import Param, register
 __all__ = [
     "none", "mrlh", "krr", "planar_laplace", "yamaoka", "kmeans_anonymize",
     "mrlh_blocks", "krr_keep_probability", "planar_laplace_radius", "yamaoka_count",
-    "kmeans", "nearest_other_hospital",
+    "kmeans", "nearest_other_hospital", "planar_laplace_2019", "OFFICIAL_SEED_2019",
 ]
 
 
@@ -46,6 +51,28 @@ def _check_range(name: str, value, low, high=None, *, integer=False) -> None:
     if not (value >= low and (high is None or value <= high)):  # also rejects NaN
         upper = "inf" if high is None else high
         raise ValueError(f"parameter {name}: expected a value in [{low}, {upper}], got {value!r}")
+
+
+# ----------------------------------------------------------------------------------------
+# The 2019 programs' random stream (sample_2019 mode)
+# ----------------------------------------------------------------------------------------
+#: Every 2019 sample anonymizer starts with ``np.random.seed(1)``.
+OFFICIAL_SEED_2019 = 1
+
+_SAMPLE_2019 = Param("sample_2019", bool, False,
+                     "draw from numpy's RandomState(1) in the 2019 program's order and arithmetic, giving "
+                     "the official program's exact output (the run's seed is then not used)")
+
+
+def _official_uniforms(shape, per_event: int = 1) -> np.ndarray:
+    """The 2019 programs' ``np.random.rand()`` draws: ``per_event`` per event, events in file
+    order ((user_id, time_id), i.e. row-major over ``shape``), from a fresh ``RandomState(1)``.
+
+    Returns ``shape`` (``per_event == 1``) or ``shape + (per_event,)`` float64 in [0, 1).
+    """
+    n = int(np.prod(shape)) * per_event
+    u = np.random.RandomState(OFFICIAL_SEED_2019).random_sample(n)
+    return u.reshape(shape) if per_event == 1 else u.reshape(*shape, per_event)
 
 
 def _singletons(original: Traces, grid: Grid, events: np.ndarray) -> AnonymizedTraces:
@@ -100,9 +127,10 @@ def mrlh_blocks(grid: Grid, mu_x: int, mu_y: int) -> tuple[np.ndarray, np.ndarra
     Param("mu_x", int, 1, "low bits of the x axis id dropped (block width 2^mu_x); seed 001 2.1.2"),
     Param("mu_y", int, 1, "low bits of the y axis id dropped (block height 2^mu_y); seed 001 2.1.2"),
     Param("lambda", float, 0.5, "probability of deleting an event (location hiding); seed 001 2.1.2"),
+    _SAMPLE_2019,
 ))
 def mrlh(grid: Grid, original: Traces, rng: np.random.Generator, *, mu_x: int = 1, mu_y: int = 1,
-         **params) -> AnonymizedTraces:
+         sample_2019: bool = False, **params) -> AnonymizedTraces:
     """Merging Regions and Location Hiding (Shokri et al. 2011; seed 001 section 2.1.2).
 
     Each event becomes the 2^mu_x by 2^mu_y block of regions that share the
@@ -112,6 +140,10 @@ def mrlh(grid: Grid, original: Traces, rng: np.random.Generator, *, mu_x: int = 
     Each block used is interned once in the output's set table (set ids
     ``M+1, M+2, ...`` in ascending block order); a block of one region (only
     possible for mu = 0 or at a border cut) is that region's singleton id.
+    Members are written in ascending region order, as the 2019 program.
+
+    ``sample_2019``: one ``rand()`` per event from RandomState(1), deleted
+    when below ``lambda`` (the program's ``if rand < Lambda``).
     """
     lam = params.pop("lambda", 0.5)
     if params:
@@ -122,7 +154,8 @@ def mrlh(grid: Grid, original: Traces, rng: np.random.Generator, *, mu_x: int = 
     _check_traces(grid, original)
     mu_x, mu_y, M = int(mu_x), int(mu_y), grid.M
 
-    deleted = rng.random(original.regions.shape) < lam
+    shape = original.regions.shape
+    deleted = (_official_uniforms(shape) if sample_2019 else rng.random(shape)) < lam
     block, order, sizes = mrlh_blocks(grid, mu_x, mu_y)
     kept_blocks = block[original.regions[~deleted]]
     used = np.unique(kept_blocks)
@@ -150,16 +183,35 @@ def krr_keep_probability(eps: float, M: int) -> float:
 
 @register("A3-kRR", "anonymizer", params=(
     Param("eps", float, 8.0, "privacy budget per event (k-ary randomized response); seed 001 2.1.3"),
+    _SAMPLE_2019,
 ))
-def krr(grid: Grid, original: Traces, rng: np.random.Generator, *, eps: float = 8.0) -> AnonymizedTraces:
+def krr(grid: Grid, original: Traces, rng: np.random.Generator, *, eps: float = 8.0,
+        sample_2019: bool = False) -> AnonymizedTraces:
     """k-ary randomized response (Kairouz et al. 2016; seed 001 section 2.1.3).
 
     Each event keeps its region with probability e^eps/(M-1+e^eps), else
     becomes one of the other M-1 regions uniformly at random: eps-DP per event.
+
+    ``sample_2019``: one ``rand()`` u per event from RandomState(1); kept if
+    u < p = e^eps/(M-1+e^eps), else the other region number
+    ``int((u - p) / q)`` (q = 1/(M-1+e^eps)), skipping the original, as the
+    2019 program. Where rounding would give number M-1 (one past the last
+    other region; the program would write region M+1, outside the grid) the
+    last other region is used.
     """
     _check_range("eps", eps, 0.0)
     _check_traces(grid, original)
     M, O = grid.M, original.regions
+    if sample_2019:
+        if eps > 709:
+            raise ValueError(f"parameter eps: the 2019 program computes e^eps, which overflows for eps = {eps!r} "
+                             "(use eps <= 709)")
+        e = math.exp(eps)
+        p, q = e / (M - 1 + e), 1 / (M - 1 + e)
+        u = _official_uniforms(O.shape)
+        keep = u < p
+        shift = np.minimum(np.where(keep, 0.0, (u - p) / q).astype(np.int64), max(M - 2, 0))
+        return _singletons(original, grid, np.where(keep, O, shift + (shift >= O)))
     keep = rng.random(O.shape) < krr_keep_probability(eps, M)
     if M == 1:
         return _singletons(original, grid, O.copy())
@@ -186,9 +238,10 @@ def planar_laplace_radius(eps: float, size, rng: np.random.Generator) -> np.ndar
 @register("A4-PL", "anonymizer", params=(
     Param("l", float, 4.0, "privacy level l of l-DP within r km (epsilon = l/r); seed 001 2.1.4"),
     Param("r", float, 1.0, "radius r in km of l-DP (epsilon = l/r per km); seed 001 2.1.4"),
+    _SAMPLE_2019,
 ))
 def planar_laplace(grid: Grid, original: Traces, rng: np.random.Generator, *, l: float = 4.0,
-                   r: float = 1.0) -> AnonymizedTraces:  # noqa: E741 - the contest's name
+                   r: float = 1.0, sample_2019: bool = False) -> AnonymizedTraces:  # noqa: E741
     """Planar Laplace mechanism (geo-indistinguishability, Andres et al. 2013; seed 001 section 2.1.4).
 
     epsilon = l/r per km. Each event's region centre is displaced by a radius
@@ -197,6 +250,8 @@ def planar_laplace(grid: Grid, original: Traces, rng: np.random.Generator, *, l:
     ``km_lon`` (the same flat factors as every distance of the contest), and
     the point is mapped to the region containing it, clamped to the grid
     border (points outside the box land in the nearest border region).
+
+    ``sample_2019``: :func:`planar_laplace_2019`, the 2019 program's draws and arithmetic.
     """
     _check_range("l", l, 0.0)
     _check_range("r", r, 0.0)
@@ -204,12 +259,57 @@ def planar_laplace(grid: Grid, original: Traces, rng: np.random.Generator, *, l:
         raise ValueError(f"parameters l and r must be > 0 (epsilon = l/r), got l={l!r}, r={r!r}")
     _check_traces(grid, original)
     O = original.regions
+    if sample_2019:
+        return _singletons(original, grid, planar_laplace_2019(grid, O, l / r))
     radius = planar_laplace_radius(l / r, O.shape, rng)
     theta = rng.random(O.shape) * (2.0 * math.pi)
     centre = grid.centres[O]                         # (m, L, 2) lat, lon in degrees
     lat = centre[..., 0] + radius * np.sin(theta) / grid.km_lat
     lon = centre[..., 1] + radius * np.cos(theta) / grid.km_lon
     return _singletons(original, grid, grid.locate(lat, lon))
+
+
+def planar_laplace_2019(grid: Grid, regions: np.ndarray, eps: float) -> np.ndarray:
+    """The 2019 A4-PL program's output regions for 0-based ``regions`` (any shape), bit for bit.
+
+    Per event in file order, two ``rand()`` from RandomState(1): the angle
+    ``theta = u1 * 2 * pi``, then ``p = u2`` for the radius ``-1 / eps * (W_-1((p-1)/e) + 1)``;
+    the noise ``(r sin theta, r cos theta)`` km goes to degrees by ``km_lat``/``km_lon``,
+    added to the cell centre ``min + width * i + width / 2``, and the cell is
+    ``int((coord - min) / width)`` clamped to the grid, all in the program's
+    order of operations. The box is the grid's (the program's constants are
+    the Tokyo box, equal to :class:`~scoring.grid.Grid`'s default).
+
+    numpy's vectorised sin/cos may differ from the program's ``math.sin``/``cos``
+    in the last bit, which can only matter for a point within rounding of a
+    cell border: those few events are recomputed with ``math`` (a loop over
+    them only).
+    """
+    O = np.asarray(regions, dtype=np.int64)
+    u = _official_uniforms(O.shape, 2)
+    theta = u[..., 0] * 2 * math.pi
+    w = lambertw((u[..., 1] - 1) / math.e, -1).real
+    radius = -1 / eps * (w + 1)
+    x_width = (grid.max_x - grid.min_x) / grid.nx
+    y_width = (grid.max_y - grid.min_y) / grid.ny
+    xc = grid.min_x + x_width * np.arange(grid.nx) + x_width / 2
+    yc = grid.min_y + y_width * np.arange(grid.ny) + y_width / 2
+    y_id, x_id = O // grid.nx, O % grid.nx
+
+    def cells(sin_t, cos_t, yc_e, xc_e, r):
+        fy = (yc_e + r * sin_t / grid.km_lat - grid.min_y) / y_width
+        fx = (xc_e + r * cos_t / grid.km_lon - grid.min_x) / x_width
+        return fy, fx
+
+    fy, fx = cells(np.sin(theta), np.cos(theta), yc[y_id], xc[x_id], radius)
+    near = (np.abs(fy - np.rint(fy)) < 1e-9) | (np.abs(fx - np.rint(fx)) < 1e-9)
+    for idx in zip(*np.nonzero(near)):               # rare: points within rounding of a border
+        t = float(theta[idx])
+        fy[idx], fx[idx] = cells(math.sin(t), math.cos(t), float(yc[y_id[idx]]), float(xc[x_id[idx]]),
+                                 float(radius[idx]))
+    ay = np.clip(np.trunc(fy), 0, grid.ny - 1).astype(np.int64)   # int() truncates toward zero
+    ax = np.clip(np.trunc(fx), 0, grid.nx - 1).astype(np.int64)
+    return ay * grid.nx + ax
 
 
 # ----------------------------------------------------------------------------------------
@@ -223,20 +323,35 @@ def yamaoka_count(p: float, m: int) -> int:
 @register("A5-YA", "anonymizer", params=(
     Param("p", float, 1.0, "share of users (the first floor(p*m) by user id) whose traces are shuffled; "
                            "seed 001 2.1.5"),
+    _SAMPLE_2019,
 ))
-def yamaoka(grid: Grid, original: Traces, rng: np.random.Generator, *, p: float = 1.0) -> AnonymizedTraces:
+def yamaoka(grid: Grid, original: Traces, rng: np.random.Generator, *, p: float = 1.0,
+            sample_2019: bool = False) -> AnonymizedTraces:
     """Yamaoka (cheating) anonymization (Kikuchi et al. 2016; seed 001 section 2.1.5).
 
     The first floor(p*m) users by user id exchange their whole traces by a
     uniformly random permutation (fixed points allowed, as a shuffle draws
     them); the other users keep theirs. YA(0) is A1-none. Perfect against
     re-identification for p = 1, useless against trace inference (paper 4.2).
+
+    ``sample_2019``: the 2019 program's ``int(m * p)`` users (its UserNum is
+    the 2019 m = 2000; no rounding guard) and its permutation: ``rand_id =
+    arange(n)`` shuffled by RandomState(1), user ``u`` takes the new place
+    ``rand_id[u]``.
     """
     _check_range("p", p, 0.0, 1.0)
     _check_traces(grid, original)
-    n = yamaoka_count(p, original.m)
-    chosen = np.argsort(original.user_ids, kind="stable")[:n]
     events = original.regions.copy()
+    order = np.argsort(original.user_ids, kind="stable")
+    if sample_2019:
+        n = int(original.m * p)
+        rand_id = np.arange(n)
+        np.random.RandomState(OFFICIAL_SEED_2019).shuffle(rand_id)
+        chosen = order[:n]
+        events[chosen[rand_id]] = original.regions[chosen]
+        return _singletons(original, grid, events)
+    n = yamaoka_count(p, original.m)
+    chosen = order[:n]
     events[chosen] = original.regions[chosen[rng.permutation(n)]]
     return _singletons(original, grid, events)
 

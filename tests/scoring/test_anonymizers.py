@@ -60,10 +60,10 @@ def mean_utility(grid: Grid, truth: Traces, anon: AnonymizedTraces) -> float:
 def test_all_six_are_registered_with_their_parameters():
     expected = {
         "A1-none": [],
-        "A2-MRLH": ["mu_x", "mu_y", "lambda"],
-        "A3-kRR": ["eps"],
-        "A4-PL": ["l", "r"],
-        "A5-YA": ["p"],
+        "A2-MRLH": ["mu_x", "mu_y", "lambda", "sample_2019"],
+        "A3-kRR": ["eps", "sample_2019"],
+        "A4-PL": ["l", "r", "sample_2019"],
+        "A5-YA": ["p", "sample_2019"],
         "A6-kmeans": ["k", "s_req", "margin", "rings", "hospitals", "avoid_mates", "iterations", "lambda_u"],
     }
     for name, params in expected.items():
