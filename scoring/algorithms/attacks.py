@@ -19,17 +19,21 @@ and the paper (seed 000, section 4.1):
   2019 programs' speed-up: each event is used with probability 0.1, and a
   used set with more than 10 regions is replaced by 10 of its regions drawn
   uniformly without replacement, independently per event.
-- The 2019 I3/T3 programs do not subsample events: on the conformance
-  pubtraces the official I3 etable and this module's exact I3 have the same
-  s_I (0.944), agree on ~96% of pseudonyms, and at every disagreement the
-  official user's log-likelihood equals the best to 1e-12 (a tie broken
-  differently), while a 10%-sampled I3 scores ~0.99. So ``sample_2019`` for
+- The 2019 I3/T3 programs do not subsample events, so ``sample_2019`` for
   I3/T3 only applies the at-most-10-regions-per-set rule.
-- Ties: users whose log-likelihood is within ``1e-9 * max(1, |best|)`` of the
-  best are tied, and the first of them in ``reference.user_ids`` order wins.
-  Exact float ties are common (short windows, identical counts), and the last
-  bits of a BLAS product depend on the machine and thread count; the
-  tolerance makes the etable the same everywhere.
+- Ties (:func:`program_scores`): the BLAS product below only nominates the
+  users within ``1e-9 * max(1, |best|)`` of a pseudonym's best; among them
+  the winner is decided on the 2019 programs' own float arithmetic (a
+  sequential sum over the pseudonym's events in time order, the mean of a
+  set accumulated member by member, elementwise operations only), and the
+  first user (in ``reference.user_ids`` order, as ``np.argmax``) wins an
+  exact equality. So decisions do not depend on the machine's BLAS or
+  thread count, real differences of ~1e-8 (the 1e-8 floor inside a set's
+  mean) are decided, and on single-region inputs I3/T3 give the official
+  programs' outputs exactly (``tests/scoring/test_official_ties.py``). On
+  generalized sets the programs shuffle the members without a seed, so
+  their own runs differ from each other on near-tied rows (70-82 of 2000 on
+  the conformance pubtraces); ours sum members in ascending order.
 
 Computation (DESIGN "Data in memory"): the single-region part of the
 likelihood is one dense ``(pseudonyms x M) @ (M x users)`` product of a count
@@ -40,6 +44,9 @@ or per (pseudonym, user) pair; the greedy one-to-one matching of T2/T3 loops
 once per pseudonym (2000 vector argmaxes).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -178,9 +185,31 @@ def _loglik_sets(log_target: np.ndarray, rows: np.ndarray, set_members_csr: sp.c
             log_target += block @ log_mean
 
 
+@dataclass(frozen=True)
+class Evidence:
+    """The events a VisitProb likelihood uses, in the 2019 programs' order.
+
+    Event ``e`` belongs to pseudonym row ``rows[e]`` (ascending; time order
+    within a row) and averages the visit probabilities of
+    ``members[starts[e]:starts[e] + sizes[e]]`` (one member: a single
+    region; several: a generalized set, members in the order they are
+    summed). Deletions and events the 2019 speed-up skipped are absent.
+    """
+
+    rows: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    members: np.ndarray
+
+    def row_spans(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(first event, number of events) of each of the ``n`` rows."""
+        first = np.searchsorted(self.rows, np.arange(n))
+        return first, np.searchsorted(self.rows, np.arange(n), side="right") - first
+
+
 def log_likelihood(P: np.ndarray, pub: AnonymizedTraces, time_mask=None, *,
                    sample_2019: bool = False, sample_events: bool = True,
-                   rng: np.random.Generator | None = None) -> np.ndarray:
+                   rng: np.random.Generator | None = None, evidence: bool = False):
     """Log-likelihood of every pseudonym's events under every user's visit probabilities.
 
     Args:
@@ -191,8 +220,11 @@ def log_likelihood(P: np.ndarray, pub: AnonymizedTraces, time_mask=None, *,
             ``sample_events``, each event with probability 0.1 (the 2019
             speed-up); needs ``rng``.
 
+        evidence: also return the :class:`Evidence` (for :func:`choose_users`).
+
     Returns:
-        (n, users) float64; deletions contribute nothing.
+        (n, users) float64; deletions contribute nothing. With ``evidence``, the
+        pair (log-likelihoods, Evidence).
     """
     M = pub.sets.M
     n = pub.m
@@ -200,6 +232,9 @@ def log_likelihood(P: np.ndarray, pub: AnonymizedTraces, time_mask=None, *,
     if sample_2019 and sample_events:
         keep = rng.random(len(rows)) < SAMPLE_RATE_2019
         rows, sets = rows[keep], sets[keep]
+    table = pub.sets
+    used = sets != M
+    ev = Evidence(rows[used], table.indptr[sets[used]], table.sizes[sets[used]], table.members)
 
     single = sets < M
     counts = count_matrix(rows[single], sets[single], n, M)
@@ -208,18 +243,24 @@ def log_likelihood(P: np.ndarray, pub: AnonymizedTraces, time_mask=None, *,
 
     gen = sets > M
     g_rows, g_sets = rows[gen], sets[gen]
-    if len(g_rows) == 0:
-        return ll
-    table = pub.sets
-    sizes = table.sizes[g_sets]
-    if sample_2019:
-        big = sizes > SAMPLE_SET_2019
+    if len(g_rows) and sample_2019:
+        big = table.sizes[g_sets] > SAMPLE_SET_2019
         # Events keeping their whole set (<= 10 regions) share the interned set.
         _add_interned_sets(ll, g_rows[~big], g_sets[~big], table, P, n)
-        _add_subsampled_sets(ll, g_rows[big], g_sets[big], table, P, n, rng)
-    else:
+        picked = _add_subsampled_sets(ll, g_rows[big], g_sets[big], table, P, n, rng)
+        if len(picked):
+            # The sampled events average their drawn members: point them at a copy of the draws.
+            where = np.flatnonzero(used)
+            big_events = np.flatnonzero(gen)[big]                  # positions in rows/sets
+            pos = np.searchsorted(where, big_events)
+            starts = ev.starts.copy()
+            sizes = ev.sizes.copy()
+            starts[pos] = len(table.members) + SAMPLE_SET_2019 * np.arange(len(picked))
+            sizes[pos] = SAMPLE_SET_2019
+            ev = Evidence(ev.rows, starts, sizes, np.concatenate([table.members, picked.ravel()]))
+    elif len(g_rows):
         _add_interned_sets(ll, g_rows, g_sets, table, P, n)
-    return ll
+    return (ll, ev) if evidence else ll
 
 
 def _membership(table, set_ids: np.ndarray) -> sp.csr_matrix:
@@ -240,10 +281,13 @@ def _add_interned_sets(ll, rows, sets, table, P, n) -> None:
     _loglik_sets(ll, rows, _membership(table, used), inverse, P, n)
 
 
-def _add_subsampled_sets(ll, rows, sets, table, P, n, rng) -> None:
-    """2019 mode: each event's set replaced by SAMPLE_SET_2019 of its members, drawn per event."""
+def _add_subsampled_sets(ll, rows, sets, table, P, n, rng) -> np.ndarray:
+    """2019 mode: each event's set replaced by SAMPLE_SET_2019 of its members, drawn per event.
+
+    Returns the (events, SAMPLE_SET_2019) drawn members.
+    """
     if len(rows) == 0:
-        return
+        return np.empty((0, SAMPLE_SET_2019), dtype=np.int64)
     sizes = table.sizes[sets]
     k = SAMPLE_SET_2019
     picked = np.empty((len(rows), k), dtype=np.int64)
@@ -259,30 +303,60 @@ def _add_subsampled_sets(ll, rows, sets, table, P, n, rng) -> None:
                                shape=(len(rows), table.M))
     # Every sampled event is its own set (no interning: the draws differ).
     _loglik_sets(ll, rows, membership, np.arange(len(rows)), P, n)
+    return picked
 
 
+#: Scores within this relative distance of a row's best are re-decided by the exact rule.
 TIE_RTOL = 1e-9
 
+#: ``exact(rows, cols) -> values``: the score of each (row, col) pair computed in a fixed,
+#: machine-independent order (see :func:`program_scores`).
+ExactScores = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
-def argmax_first(scores: np.ndarray, rtol: float = TIE_RTOL) -> np.ndarray:
-    """Per row, the first column whose score is within ``rtol * max(1, |best|)`` of the best.
+
+def _first_of_best(rows: np.ndarray, cols: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per row, the lowest col among the pairs with the row's highest value ((n,), -1 for no pair)."""
+    out = np.full(n, -1, dtype=np.int64)
+    if len(rows):
+        order = np.lexsort((cols, -values, rows))
+        head = order[np.r_[0, np.flatnonzero(np.diff(rows[order])) + 1]]
+        out[rows[head]] = cols[head]
+    return out
+
+
+def argmax_first(scores: np.ndarray, rtol: float = TIE_RTOL, exact: ExactScores | None = None) -> np.ndarray:
+    """Per row, the best column; near-ties go to the first column, or are re-decided by ``exact``.
 
     Args:
-        scores: (n, users) float64, higher is better (``-inf`` allowed).
+        scores: (n, users) float64, higher is better (``-inf`` allowed), e.g. a
+            BLAS product whose last bits depend on the machine.
+        rtol: columns within ``rtol * max(1, |best|)`` of the row's best are candidates.
+        exact: None, or the exact scores of (row, col) pairs: among a row's
+            candidates the highest exact score wins, the first column on equality.
 
     Returns:
         (n,) int64 column indices.
     """
     best = scores.max(axis=1, keepdims=True)
     tol = rtol * np.maximum(1.0, np.abs(np.where(np.isfinite(best), best, 0.0)))
-    return np.argmax(scores >= best - tol, axis=1).astype(np.int64)
+    cand = scores >= best - tol
+    out = np.argmax(cand, axis=1).astype(np.int64)
+    if exact is not None:
+        multi = np.flatnonzero(cand.sum(axis=1) > 1)
+        if len(multi):
+            r, c = np.nonzero(cand[multi])
+            r = multi[r]
+            chosen = _first_of_best(r, c, exact(r, c), len(out))
+            out[multi] = chosen[multi]
+    return out
 
 
-def greedy_unique_argmax(scores: np.ndarray) -> np.ndarray:
+def greedy_unique_argmax(scores: np.ndarray, exact: ExactScores | None = None) -> np.ndarray:
     """One-to-one assignment, greedy in row order: row i takes its best column not yet taken.
 
     Args:
         scores: (n, users) float64, higher is better; n <= users.
+        exact: as :func:`argmax_first`, for near-ties among the free columns.
 
     Returns:
         (n,) int64 column index per row (distinct).
@@ -294,10 +368,50 @@ def greedy_unique_argmax(scores: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
     for i in range(n):  # once per pseudonym; each step is one vector argmax
         free = np.flatnonzero(~taken)
-        j = int(free[argmax_first(scores[i, free][None, :])[0]])
+        if exact is None:
+            j = int(free[argmax_first(scores[i, free][None, :])[0]])
+        else:
+            row = scores[i, free]
+            best = row.max()
+            cand = free[row >= best - TIE_RTOL * max(1.0, abs(best) if np.isfinite(best) else 0.0)]
+            j = int(cand[np.argmax(exact(np.full(len(cand), i), cand))]) if len(cand) > 1 else int(cand[0])
         out[i] = j
         taken[j] = True
     return out
+
+
+def program_scores(P: np.ndarray, evidence: Evidence, n: int) -> ExactScores:
+    """The 2019 programs' floating-point log-likelihood of (pseudonym row, user) pairs.
+
+    As ``I2/I3/T2/T3-*.py`` compute it: start from 0.0 and add, event by event
+    in time order, ``log p_u(r)`` for a single region or ``log`` of the mean
+    accumulated member by member (``avg += p_u(r) / size``) for a set. Only
+    elementwise float64 operations are used (no BLAS, whose summation order
+    depends on the machine and thread count), so the values, and therefore
+    the decisions between near-tied users, are the same everywhere, and the
+    same as the official programs' wherever their order is known: every
+    single-region event, and set members in ascending order (the programs
+    shuffle the members without a seed, so for sets their own last bits vary
+    from run to run).
+    """
+    first, count = evidence.row_spans(n)
+
+    def exact(rows: np.ndarray, users: np.ndarray) -> np.ndarray:
+        total = np.zeros(len(rows))
+        f, k = first[rows], count[rows]
+        for j in range(int(k.max(initial=0))):            # events of the row, in time order
+            act = np.flatnonzero(k > j)
+            e = f[act] + j
+            u = users[act]
+            size, start = evidence.sizes[e], evidence.starts[e]
+            avg = np.zeros(len(act))
+            for r in range(int(size.max(initial=0))):     # members of a set, in order
+                on = np.flatnonzero(size > r)
+                avg[on] += P[u[on], evidence.members[start[on] + r]] / size[on]
+            total[act] += np.log(avg)
+        return total
+
+    return exact
 
 
 def deobfuscate_2019(pub: AnonymizedTraces, rng: np.random.Generator) -> np.ndarray:
@@ -360,6 +474,7 @@ _HOME = Param("home_slots", str, "0,1",
 # ----------------------------------------------------------------------------- re-identification
 
 def _visitprob_loglik(grid, reference, pub, rng, *, delta, sample_2019, slots=None, slots_per_day=20):
+    """(log-likelihoods (n, users), exact scores of pairs for near-ties)."""
     if slots is None:
         ref_mask = pub_mask = None
     else:
@@ -371,7 +486,9 @@ def _visitprob_loglik(grid, reference, pub, rng, *, delta, sample_2019, slots=No
         pub_mask = slot_mask(pub.time_ids, slots_per_day, slots)
     P = visit_probabilities(reference, grid.M, ref_mask, delta)
     # HomeProb (slots given) never subsampled events in 2019; see the module doc.
-    return log_likelihood(P, pub, pub_mask, sample_2019=sample_2019, sample_events=slots is None, rng=rng)
+    ll, ev = log_likelihood(P, pub, pub_mask, sample_2019=sample_2019, sample_events=slots is None, rng=rng,
+                            evidence=True)
+    return ll, program_scores(P, ev, pub.m)
 
 
 @register("I1-rand", AttackKind.REIDENTIFICATION, judge_default=True)
@@ -394,8 +511,8 @@ def i2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.
     log of the mean of p over the set; deletion: ignored). Users may repeat.
     Returns the (n,) etable in ascending pseudonym order.
     """
-    ll = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019)
-    return reference.user_ids[argmax_first(ll)]
+    ll, exact = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019)
+    return reference.user_ids[argmax_first(ll, exact=exact)]
 
 
 @register("I3-HomeProb", AttackKind.REIDENTIFICATION, params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
@@ -404,9 +521,9 @@ def i3_homeprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.G
                 home_slots: str = "0,1") -> np.ndarray:
     """I2 restricted to the 8:00-8:59 slots (slots of the day 0 and 1) in both R and the
     anonymized traces (seed 001 2.2.3, paper 4.1 HomeProb-R): users tend to be home then."""
-    ll = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019,
-                           slots=parse_slots(home_slots), slots_per_day=slots_per_day)
-    return reference.user_ids[argmax_first(ll)]
+    ll, exact = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019,
+                                  slots=parse_slots(home_slots), slots_per_day=slots_per_day)
+    return reference.user_ids[argmax_first(ll, exact=exact)]
 
 
 # ----------------------------------------------------------------------------- trace inference
@@ -418,9 +535,9 @@ def t1_rand(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.Gener
     return Traces(reference.user_ids, pub.time_ids, regions)
 
 
-def _visitprob_t(grid, reference, pub, rng, ll) -> Traces:
+def _visitprob_t(grid, reference, pub, rng, ll, exact) -> Traces:
     # Greedy one-to-one matching in pseudonym order, then the 2019 per-event rule.
-    user_index = greedy_unique_argmax(ll)
+    user_index = greedy_unique_argmax(ll, exact=exact)
     inferred = deobfuscate_2019(pub, rng)
     return traces_from_assignment(reference, pub, user_index, inferred, rng, grid.M)
 
@@ -435,8 +552,8 @@ def t2_visitprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.
     generalized set -> a uniformly random member; deletion -> a uniformly random
     region. Output: etraces of ``reference.user_ids`` in (user_id, time_id) order.
     """
-    ll = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019)
-    return _visitprob_t(grid, reference, pub, rng, ll)
+    ll, exact = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019)
+    return _visitprob_t(grid, reference, pub, rng, ll, exact)
 
 
 @register("T3-HomeProb", AttackKind.TRACE_INFERENCE, params=(_SAMPLE_HOME, _DELTA, _S, _HOME), judge_default=True)
@@ -445,6 +562,6 @@ def t3_homeprob(grid, reference: Traces, pub: AnonymizedTraces, rng: np.random.G
                 home_slots: str = "0,1") -> Traces:
     """T2 with I3's re-identification (8:00-8:59 slots only); the per-event rule uses every
     event (seed 001 2.3.3, paper 4.1 HomeProb-T)."""
-    ll = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019,
-                           slots=parse_slots(home_slots), slots_per_day=slots_per_day)
-    return _visitprob_t(grid, reference, pub, rng, ll)
+    ll, exact = _visitprob_loglik(grid, reference, pub, rng, delta=delta, sample_2019=sample_2019,
+                                  slots=parse_slots(home_slots), slots_per_day=slots_per_day)
+    return _visitprob_t(grid, reference, pub, rng, ll, exact)
