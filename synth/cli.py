@@ -1,4 +1,4 @@
-"""Command line of the synthesizer: ``python -m synth city|train|generate|metrics``.
+"""Command line of the synthesizer: ``python -m synth city|train|generate|metrics|calibrate``.
 
 - ``city``: simulate the built-in city model and write training traces
   (:func:`synth.city.write_city`).
@@ -9,6 +9,9 @@
   ``manifest.json``.
 - ``metrics``: realism metrics of synthetic traces against real ones
   (:func:`synth.metrics.compute_all`).
+- ``calibrate``: generate a contest-size set and print its home and movement
+  statistics and the six sample attacks' scores beside the 2019 Osaka data
+  (:mod:`synth.calibrate`; exit status 1 when the targets are missed).
 
 Grid: ``--grid info_region.csv``; without it, an ``info_region.csv`` beside the
 input file is used, else the 2019 Tokyo grid. Progress goes to stderr.
@@ -106,11 +109,14 @@ def cmd_generate(args) -> int:
     from synth.ppmtf import PPMTFModel
     model = PPMTFModel.load(args.model)
     grid = Grid.from_info_region(args.grid) if args.grid else None
-    options = dict(home_jump=args.home_jump, instant_minutes=args.instant_minutes)
+    options = dict(instant_minutes=args.instant_minutes)
+    if args.home_minutes is not None:
+        options["home_minutes"] = args.home_minutes
     t0 = time.perf_counter()
     manifest = generate_round(model, args.out, args.teams, users=args.users, ref_days=args.ref_days,
                               org_days=args.org_days, seed=args.seed, pool_days=args.pool_days,
-                              grid=grid, progress=StderrProgress("generate"), **options)
+                              grid=grid, day_split=args.day_split, progress=StderrProgress("generate"),
+                              **options)
     print(f"wrote {len(manifest['sets'])} datasets ({len(manifest['files'])} files) to {args.out} "
           f"in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -127,6 +133,14 @@ def cmd_metrics(args) -> int:
     result = compute_all(real, synth, grid, args.slots_per_day, other_team=other)
     print(json.dumps(result, indent=2, sort_keys=True, default=float))
     return 0
+
+
+def cmd_calibrate(args) -> int:
+    from synth import calibrate
+    if args.osaka is None:
+        args.osaka = str(calibrate.OSAKA)
+    args.progress = StderrProgress("calibrate")
+    return calibrate.main(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -170,12 +184,35 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pool-days", type=int, default=None,
                    help="calendar days the sporadic days are drawn from (default 1.5 x days)")
     g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--home-jump", type=float, default=0.5,
-                   help="probability of an independence move per instant in the home periods")
+    g.add_argument("--home-minutes", type=float, default=None,
+                   help="home windows at the start and end of the model's day, minutes "
+                        "(default: synth.generate.HOME_MINUTES)")
+    g.add_argument("--day-split", choices=("chronological", "random"), default="chronological",
+                   help="reference = the earlier days (paper 3.3, default) or days split at random")
     g.add_argument("--instant-minutes", type=float, default=5.0)
     g.add_argument("--out", required=True)
     g.add_argument("--grid", help="info_region.csv of the contest grid")
     g.set_defaults(func=cmd_generate)
+
+    k = sub.add_parser("calibrate", help="generate a contest-size set and compare its statistics and "
+                                         "sample-attack scores with the 2019 Osaka data")
+    k.add_argument("--users", type=int, default=2000)
+    k.add_argument("--ref-days", type=int, default=2, help="reference days (2019 Osaka: 2; final round: 20)")
+    k.add_argument("--org-days", type=int, default=2, help="original days (2019 Osaka: 2; final round: 20)")
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--train-users", type=int, default=None, help="city users PPMTF trains on")
+    k.add_argument("--train-days", type=int, default=None, help="days of each training user")
+    k.add_argument("--K", type=int, default=None, help="latent dimension")
+    k.add_argument("--sweeps", type=int, default=None, help="Gibbs sweeps")
+    k.add_argument("--lead-minutes", type=int, default=None, help="model day start before the first slot")
+    k.add_argument("--tail-minutes", type=int, default=None, help="model day end after the contest day")
+    k.add_argument("--home-minutes", type=float, default=None, help="home windows of the model day")
+    k.add_argument("--osaka", default=None, help="folder of the 2019 Osaka set "
+                                                 "(default ../shared/data/pwscup2019/osaka beside the project)")
+    k.add_argument("--no-2019", action="store_true", help="do not compare with the 2019 data")
+    k.add_argument("--no-attacks", action="store_true", help="statistics only (fast)")
+    k.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
+    k.set_defaults(func=cmd_calibrate)
 
     m = sub.add_parser("metrics", help="realism metrics of synthetic vs real traces")
     m.add_argument("real")

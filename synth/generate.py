@@ -11,30 +11,28 @@ Implements ``../shared/PPMTF.md`` sections 3 and 4 on a trained
    and the proposal Q = normalised max((B o a) C^T, delta) restricted to the
    training transition support (ReadTrans); outside a support a cell keeps
    delta = 1e-8 (the deltas are applied before normalisation).
-3. **Home** (paper Appendix D): h ~ pi_0 of the user; in the home periods
-   (model slots overlapping the first and the last ``home_minutes`` of the
-   contest day, and any part of the model's day outside the contest day)
-   Gamma = 20 is added to pi_t(h) and the row renormalised, so pi_t(h) >= 20/21.
+3. **Home** (paper Appendix D, the 2019 contest script): h ~ pi_0 of the
+   user; in the home periods, the model slots within the first and the last
+   ``home_minutes`` (2 h in 2019; :data:`HOME_MINUTES`) of the model's *full* day, Gamma = 20 is
+   added to pi_t(h) and the row renormalised, so pi_t(h) >= 20/21. The full
+   day is longer than the contest's: the 2019 script ran 6:00-18:00 and the
+   contest kept 8:00-17:30, so the morning boost (6:00-8:00) lies before the
+   first contest slot and users have started to leave home by 8:00, and the
+   evening boost (16:00-18:00) pulls them back only as fast as the
+   Metropolis-Hastings kernel mixes (:func:`train_contest_model` trains on
+   such a full day). Boosting inside the contest's own first and last hour,
+   as this module did before issue 13, put 95 % of users at home at 8:00
+   and 17:30 and made the HomeProb attacks decide every minimum.
 4. **Traces**: a day is a chain over instants ``instant_minutes`` apart
    (default 5 min, as the contest script) covering the model's day; x_0 ~ pi_0,
    then x_k ~ K_slot(k)(x_{k-1}, .), the Metropolis-Hastings kernel with
    proposal Q and target pi_t, sampled by propose-accept with per-row CDFs
    over the sparse support (O(log M) per step, vectorised over every
-   (user, day) chain of a batch). Each day restarts from pi_0.
-
-**Evening return (improvement on the reference, PPMTF.md 6 item 8).** With
-Q restricted to observed transitions, the reference kernel rarely proposes
-the home region from a distant work place, so only 20-26% of users were home
-in the last periods. Here, in the home periods, each step is the mixture
-``(1 - rho) K_t + rho Pi_t`` where ``Pi_t(x, .) = pi_t`` is an independence
-Metropolis-Hastings move whose proposal is the target itself (always
-accepted). Both kernels leave pi_t invariant and satisfy detailed balance, so
-the mixture does too: the population distribution is unchanged, the chain
-only mixes faster towards pi_t, where home has mass >= 20/21. With
-``rho = home_jump = 0.5`` per 5-minute instant, a user at work at 17:00 is
-home by 17:30 with probability about 0.95 (the jump is the commute); measured
-at 17:30: 0.94 with the mixture, 0.03-0.05 without it (city and people-flow
-models).
+   (user, day) chain of a batch). Each day restarts from pi_0. There is no
+   extra move towards home: an earlier "evening return" jump (an
+   independence move from pi_t with probability 0.5 per instant) is gone,
+   because it made the first and last slots the same region on 90 % of
+   user-days, against 7 % in the 2019 data (issue 13).
 
 Contest slots (default 20 slots, 8:00-17:30 every 30 minutes) are the chain's
 states at the instants with those clock times (point sampling). Slot
@@ -59,6 +57,10 @@ GENERATOR_VERSION = "tracecup-ppmtf-plus-1"
 
 DELTA = 1e-8            # floor of visit and transition weights (PPMTF.md 4.1)
 GAMMA = 20.0            # home boost (PPMTF.md 4.4)
+#: Home windows at both ends of the model's full day, minutes. The 2019 script boosted two
+#: hours (6:00-8:00, 16:00-18:00); ending the morning boost a little before 8:00 gives the
+#: 2019 data's home share at 8:00 and HomeProb strength (``python -m synth calibrate``, README).
+HOME_MINUTES = 115.0
 CHALLENGES = ((1, "IDP"), (2, "TRP"))
 
 Progress = Callable[[int, int, str], None]
@@ -213,8 +215,8 @@ class _UserBatch:
     """Distributions of a batch of U users, flattened for gathers."""
 
     U: int
-    pi: np.ndarray        # (U, T, M) target distributions (home-boosted)
-    pi_cum: np.ndarray    # (U*T*M,) cumulative pi per (user, slot) row
+    pi: np.ndarray        # (U, 2T, M) target distributions: rows t < T plain, T + t home-boosted
+    pi_cum: np.ndarray    # (U*2T*M,) cumulative pi per (user, row)
     P: np.ndarray         # (U, nnz) transition weights on the support
     cum: np.ndarray       # (U*nnz,) cumulative P per user, row-local after subtracting base
     base: np.ndarray      # (U, M) cumulative weight before row x
@@ -235,9 +237,8 @@ class Synthesizer:
         home: apply the home variant (Appendix D).
         gamma: home boost Gamma.
         home_minutes: length of the morning and evening home windows at the
-            start and end of the contest day.
-        home_jump: rho, the probability of an independence move from pi_t per
-            instant in the home periods (0 = the reference kernel alone).
+            start and end of the model's full day (2019 script: 2 h of
+            6:00-18:00; default :data:`HOME_MINUTES`).
         read_trans, read_visit: restrict Q and pi to the training supports.
         delta: floor of weights.
         batch_bytes: memory budget of one user batch's arrays.
@@ -245,14 +246,13 @@ class Synthesizer:
 
     def __init__(self, model: PPMTFModel, *, slots: int = 20, slot_start_minute: float = 480,
                  slot_step_minutes: float = 30, instant_minutes: float = 5, home: bool = True,
-                 gamma: float = GAMMA, home_minutes: float = 60, home_jump: float = 0.5,
+                 gamma: float = GAMMA, home_minutes: float = HOME_MINUTES,
                  read_trans: bool = True, read_visit: bool = True, delta: float = DELTA,
                  batch_bytes: int = 256 << 20):
         self.model = model
         self.S = int(slots)
         self.home = home
         self.gamma = float(gamma)
-        self.home_jump = float(home_jump) if home else 0.0
         self.read_visit = read_visit
         self.read_trans = read_trans
         self.instant_minutes = float(instant_minutes)
@@ -275,19 +275,17 @@ class Synthesizer:
                 f"{model.slot_start_minute:g} and {model.slot_start_minute + length:g} min")
         self.sample_instants = k
         self.n_instants = int(k.max()) + 1                     # no need to run past the last slot
-        # Home periods: model slots overlapping [day start, first contest slot + home_minutes)
-        # or [end of the contest day - home_minutes, day end). With the model's day equal to
-        # the contest's (8:00-18:00) these are 8:00-9:00 and 17:00-18:00.
-        lo_t = model.slot_start_minute + np.arange(T) * model.slot_minutes
-        morning_end = slot_start_minute + home_minutes
-        evening_start = slot_start_minute + self.S * slot_step_minutes - home_minutes
-        self.home_slots = np.flatnonzero((lo_t < morning_end - 1e-9)
-                                         | (lo_t + model.slot_minutes > evening_start + 1e-9))
+        # Home periods: the instants within the first or the last home_minutes of the model's
+        # full day (6:00-8:00 and 16:00-18:00 on the 2019 script's 6:00-18:00 day). They use the
+        # home-boosted copy (row T + t) of their slot's pi_t; a window may end inside a slot.
+        home_instant = ((clock < home_minutes - 1e-9) | (clock >= length - home_minutes - 1e-9)) & home
+        self.row_of_instant = self.slot_of_instant + T * home_instant
+        self.home_slots = np.unique(self.slot_of_instant[home_instant])
 
     def options(self) -> dict:
         """The synthesizer's settings, JSON-serialisable (for the manifest)."""
         return dict(instant_minutes=self.instant_minutes, home=self.home, gamma=self.gamma,
-                    home_minutes=self.home_minutes, home_jump=self.home_jump,
+                    home_minutes=self.home_minutes,
                     home_slots=[int(t) for t in self.home_slots], read_trans=self.read_trans,
                     read_visit=self.read_visit, delta=self.delta,
                     sample_instants=[int(k) for k in self.sample_instants])
@@ -301,11 +299,12 @@ class Synthesizer:
         if self.home:
             # Home h ~ the user's own unboosted pi_0 (Appendix D: "population distribution at 6:00").
             homes = self._draw_rows(np.cumsum(pi[:, 0, :], axis=1), rng.random(U))
-            if len(self.home_slots):
-                rows = pi[:, self.home_slots, :]
-                rows[np.arange(U), :, homes] += self.gamma
-                rows /= rows.sum(axis=2, keepdims=True)
-                pi[:, self.home_slots, :] = rows
+            boosted = pi.copy()
+            boosted[np.arange(U), :, homes] += self.gamma
+            boosted /= boosted.sum(axis=2, keepdims=True)
+            pi = np.concatenate([pi, boosted], axis=1)
+        else:
+            pi = np.concatenate([pi, pi], axis=1)
         sup = self.support
         P = transition_weights(m, sup, features, self.delta)
         cum = np.cumsum(P, axis=1)
@@ -327,7 +326,7 @@ class Synthesizer:
 
     def _draw_pi(self, b: _UserBatch, user: np.ndarray, t: np.ndarray, rng) -> np.ndarray:
         M = self.model.M
-        row = (user * self.model.T + t) * M
+        row = (user * 2 * self.model.T + t) * M
         u = rng.random(len(user)) * b.pi_cum[row + M - 1]
         return _search(b.pi_cum, row, row + M, u) - row
 
@@ -403,7 +402,7 @@ class Synthesizer:
         features = np.atleast_2d(np.asarray(features, dtype=np.float64))
         m_users = len(features)
         m = self.model
-        per_user = 8 * (3 * m.T * m.M + 2 * self.support.nnz + 3 * m.M) + 64 * n_days
+        per_user = 8 * (5 * m.T * m.M + 2 * self.support.nnz + 3 * m.M) + 64 * n_days
         bsz = int(max(1, min(m_users, self.batch_bytes // per_user)))
         out = np.empty((m_users, n_days, self.S), dtype=np.int32)
         homes = np.empty(m_users, dtype=np.int64)
@@ -417,25 +416,13 @@ class Synthesizer:
 
     def _run(self, b: _UserBatch, n_days: int, rng) -> np.ndarray:
         user = np.repeat(np.arange(b.U, dtype=np.int64), n_days)
-        x = self._draw_pi(b, user, np.zeros(len(user), dtype=np.int64), rng)
+        x = self._draw_pi(b, user, np.full(len(user), self.row_of_instant[0], dtype=np.int64), rng)
         res = np.empty((len(user), self.S), dtype=np.int32)
         where = {int(k): q for q, k in enumerate(self.sample_instants)}
-        jump_slots = set(int(t) for t in self.home_slots) if self.home_jump > 0 else set()
         if 0 in where:
             res[:, where[0]] = x
         for k in range(1, self.n_instants):
-            t = int(self.slot_of_instant[k])
-            if t in jump_slots:
-                jump = rng.random(len(x)) < self.home_jump
-                xn = x.copy()
-                if jump.any():
-                    xn[jump] = self._draw_pi(b, user[jump], np.full(jump.sum(), t), rng)
-                stay = ~jump
-                if stay.any():
-                    xn[stay] = self._mh_step(b, user[stay], x[stay], t, rng)
-                x = xn
-            else:
-                x = self._mh_step(b, user, x, t, rng)
+            x = self._mh_step(b, user, x, int(self.row_of_instant[k]), rng)
             if k in where:
                 res[:, where[k]] = x
         return res.reshape(b.U, n_days, self.S)
@@ -449,17 +436,30 @@ def set_name(kind: str, team: int, data_no: int, flag: str) -> str:
     return f"{kind}traces_team{team:03d}_data{data_no:02d}_{flag}.csv"
 
 
-def draw_days(ref_days: int, org_days: int, pool_days: int, rng: np.random.Generator):
+#: How the Lr + Lo calendar days are split into reference and original days.
+DAY_SPLITS = ("chronological", "random")
+
+
+def draw_days(ref_days: int, org_days: int, pool_days: int, rng: np.random.Generator,
+              split: str = "chronological"):
     """Calendar day numbers (1-based) of the reference and original days.
 
     ``ref_days + org_days`` distinct days are drawn uniformly from
-    ``1..pool_days`` and split at random into the reference and the original
-    days (sporadic, as the 2019 final round), each set ascending.
+    ``1..pool_days`` (sporadic, as the 2019 final round). With ``split =
+    "chronological"`` (default; paper section 3.3: "the former 20 days" are
+    the reference traces, "the latter 20 days" the original traces) the
+    earliest ``ref_days`` are the reference days; with ``"random"`` the days
+    are split at random (reference and original days interleaved). Each set
+    ascending.
     """
     n = ref_days + org_days
     if pool_days < n:
         raise ValueError(f"day pool of {pool_days} days is smaller than {ref_days} + {org_days} days")
+    if split not in DAY_SPLITS:
+        raise ValueError(f"day split {split!r}: expected one of {', '.join(DAY_SPLITS)}")
     days = rng.choice(np.arange(1, pool_days + 1), size=n, replace=False)
+    if split == "chronological":
+        days = np.sort(days)
     return np.sort(days[:ref_days]), np.sort(days[ref_days:])
 
 
@@ -499,8 +499,8 @@ def generate_set(model: PPMTFModel, synth: Synthesizer, out_dir, team: int, data
 def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000, ref_days: int = 20,
                    org_days: int = 20, seed: int = 0, pool_days: int | None = None,
                    grid: Grid | None = None, slots: int = 20, slot_start_minute: int = 480,
-                   slot_minutes: int = 30, progress: Progress | None = None,
-                   **synth_options) -> dict:
+                   slot_minutes: int = 30, day_split: str = "chronological",
+                   progress: Progress | None = None, **synth_options) -> dict:
     """Write a round's datasets and ``manifest.json`` into ``out_dir``; return the manifest.
 
     Sets: every team 1..``teams`` and challenge (data01 IDP, data02 TRP), the
@@ -525,6 +525,8 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
         grid: the contest grid for ``info_region.csv`` (default: the model's
             training grid, :meth:`PPMTFModel.grid`).
         slots, slot_start_minute, slot_minutes: the contest's time slots.
+        day_split: ``"chronological"`` (reference = the earlier days) or
+            ``"random"``; see :func:`draw_days`.
         progress: ``progress(sets_done, n_sets, message)``.
         synth_options: passed to :class:`Synthesizer` (home_jump, gamma, ...).
     """
@@ -539,7 +541,8 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
         pool_days = int(np.ceil(1.5 * (ref_days + org_days)))
     synth = Synthesizer(model, slots=slots, slot_start_minute=slot_start_minute,
                         slot_step_minutes=slot_minutes, **synth_options)
-    ref_cal, org_cal = draw_days(ref_days, org_days, pool_days, np.random.default_rng([seed, 0, 0]))
+    ref_cal, org_cal = draw_days(ref_days, org_days, pool_days, np.random.default_rng([seed, 0, 0]),
+                                 split=day_split)
     axis = TimeAxis(slots_per_day=slots, ref_days=ref_days, org_days=org_days,
                     start_minute=slot_start_minute, slot_minutes=slot_minutes,
                     day_numbers=tuple(int(d) for d in np.concatenate([ref_cal, org_cal])))
@@ -564,7 +567,7 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
     manifest = dict(
         generator="PPMTF+", generator_version=GENERATOR_VERSION, seed=seed,
         parameters=dict(teams=teams, users=users, ref_days=ref_days, org_days=org_days,
-                        pool_days=pool_days, slots=slots, slot_start_minute=slot_start_minute,
+                        pool_days=pool_days, day_split=day_split, slots=slots, slot_start_minute=slot_start_minute,
                         slot_minutes=slot_minutes, ref_day_numbers=[int(x) for x in ref_cal],
                         org_day_numbers=[int(x) for x in org_cal],
                         synthesizer=synth.options()),
@@ -577,3 +580,109 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                        encoding="utf-8")
     return manifest
+
+
+# ---------------------------------------------------------------------------
+# The contest's model: PPMTF trained on the built-in city over the full day
+# ---------------------------------------------------------------------------
+#: Defaults of a contest's synthesizer (``Contest.synthesizer_params``), set by
+#: ``python -m synth calibrate`` so that generated data plays like 2019 (README,
+#: "Calibration"). ``lead_minutes``/``tail_minutes``: how far the model's full
+#: day extends before the first contest slot and after the contest day's end
+#: (the 2019 script: 6:00-18:00 around 8:00-17:30).
+CONTEST_DEFAULTS = dict(train_users=300, train_days=10, K=16, sweeps=30, lead_minutes=120, tail_minutes=0)
+
+
+def full_day(axis: TimeAxis, lead_minutes: int, tail_minutes: int) -> tuple[int, int, int]:
+    """(slots, start minute, slot minutes) of the model's full day around a contest axis.
+
+    The full day starts ``lead_minutes`` before the first contest slot and
+    ends ``tail_minutes`` after the contest day, in the contest's slot length;
+    both must be whole slots.
+    """
+    step = int(axis.slot_minutes)
+    for name, value in (("lead_minutes", lead_minutes), ("tail_minutes", tail_minutes)):
+        if value < 0 or value % step:
+            raise ValueError(f"{name} = {value}: expected a non-negative multiple of the {step}-minute slot")
+    start = int(axis.start_minute) - int(lead_minutes)
+    if start < 0:
+        raise ValueError(f"lead_minutes = {lead_minutes} starts the model's day before midnight")
+    slots = int(axis.slots_per_day) + (int(lead_minutes) + int(tail_minutes)) // step
+    if start + slots * step > 24 * 60:
+        raise ValueError(f"tail_minutes = {tail_minutes} ends the model's day after midnight")
+    return slots, start, step
+
+
+def train_contest_model(grid: Grid, axis: TimeAxis, *, seed: int, city_seed: int = 0,
+                        progress: Progress | None = None, **params) -> PPMTFModel:
+    """PPMTF trained on the built-in city's traces over the contest's full day.
+
+    Args:
+        grid: the contest grid; axis: the contest's time axis.
+        seed: seeds the city's people and the Gibbs sampler.
+        city_seed: the city (hubs, fields) seed.
+        params: any of :data:`CONTEST_DEFAULTS` (``train_users``, ``train_days``,
+            ``K``, ``sweeps``, ``lead_minutes``, ``tail_minutes``).
+    """
+    from synth.city import CityModel
+    from synth.ppmtf import train
+
+    unknown = set(params) - set(CONTEST_DEFAULTS)
+    if unknown:
+        raise ValueError(f"unknown synthesizer parameter(s) {sorted(unknown)}; known: {sorted(CONTEST_DEFAULTS)}")
+    p = {**CONTEST_DEFAULTS, **params}
+    slots, start, step = full_day(axis, int(p["lead_minutes"]), int(p["tail_minutes"]))
+    city = CityModel(grid, seed=int(city_seed))
+    training = city.simulate(int(p["train_users"]), int(p["train_days"]), slots_per_day=slots,
+                             start_minute=start, slot_minutes=step, seed=seed)
+    return train(training, grid, slots_per_day=slots, K=int(p["K"]), sweeps=int(p["sweeps"]), seed=seed,
+                 slot_start_minute=start, slot_minutes=step, progress=progress)
+
+
+#: Every key ``Contest.synthesizer_params`` may hold, with a check and what it expects.
+_PARAM_CHECKS = {
+    "city_seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
+    "train_users": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 100_000,
+                    "an integer in [2, 100000]"),
+    "train_days": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 365,
+                   "an integer in [1, 365]"),
+    "K": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 256, "an integer in [1, 256]"),
+    "sweeps": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1000,
+               "an integer in [1, 1000]"),
+    "lead_minutes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 720,
+                     "minutes, an integer in [0, 720] (a multiple of the slot length)"),
+    "tail_minutes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 720,
+                     "minutes, an integer in [0, 720] (a multiple of the slot length)"),
+    "pool_days": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+                  "an integer >= 1 (at least the round's reference + original days)"),
+    "day_split": (lambda v: v in DAY_SPLITS, f"one of {', '.join(DAY_SPLITS)}"),
+    "options": (lambda v: isinstance(v, dict), "a mapping of synth.generate.Synthesizer options"),
+}
+
+
+def check_synthesizer_params(params: dict) -> list[tuple[str, object, str]]:
+    """Problems of a contest's ``synthesizer_params``: ``(key, value, expected)`` per bad entry.
+
+    An empty list means the parameters can be used. Unknown keys are problems
+    (a misspelt key would otherwise be ignored silently); ``options`` keys must
+    be :class:`Synthesizer` arguments.
+    """
+    import inspect
+
+    if not isinstance(params, dict):
+        return [("synthesizer_params", params, "a mapping")]
+    problems = []
+    for key, value in params.items():
+        if key not in _PARAM_CHECKS:
+            problems.append((key, value, f"a known parameter ({', '.join(sorted(_PARAM_CHECKS))})"))
+        elif not _PARAM_CHECKS[key][0](value):
+            problems.append((key, value, _PARAM_CHECKS[key][1]))
+    options = params.get("options")
+    if isinstance(options, dict):
+        known = set(inspect.signature(Synthesizer.__init__).parameters) - {"self", "model", "slots",
+                                                                         "slot_start_minute",
+                                                                         "slot_step_minutes"}
+        for key, value in options.items():
+            if key not in known:
+                problems.append((f"options.{key}", value, f"a Synthesizer option ({', '.join(sorted(known))})"))
+    return problems

@@ -9,10 +9,14 @@ Synthesizers (``Contest.synthesizer``):
 - ``city``: each set's people are simulated directly by the built-in city
   model (no training; fastest, for rehearsals and tests).
 
-``Contest.synthesizer_params`` (all optional): ``city_seed``, ``train_users``
-(default 300), ``train_days`` (default 10), ``K`` (16), ``sweeps`` (30),
-``pool_days`` and any ``synth.generate.Synthesizer`` option under
-``options``.
+``Contest.synthesizer_params`` (all optional, checked by
+:func:`synth.generate.check_synthesizer_params`): ``city_seed``, the
+training parameters of ``synth.generate.CONTEST_DEFAULTS`` (``train_users``,
+``train_days``, ``K``, ``sweeps``, and ``lead_minutes``/``tail_minutes``, the
+model's full day around the contest's; defaults set by ``python -m synth
+calibrate``), ``pool_days``, ``day_split`` (``chronological``: reference =
+the earlier days, paper 3.3, default; or ``random``) and any
+``synth.generate.Synthesizer`` option under ``options``.
 
 Idempotent: a round whose datasets all exist is left alone; a partial run
 (worker died) completes the missing datasets from the same seed, and the
@@ -41,27 +45,20 @@ def _round_seed(round_: Round) -> int:
 
 
 def _train_model(round_: Round, job=None):
-    from synth.city import CityModel
-    from synth.ppmtf import PPMTFModel, train
+    from synth.generate import CONTEST_DEFAULTS, train_contest_model
+    from synth.ppmtf import PPMTFModel
 
     if round_.model_file_id:
         return PPMTFModel.load(storage.read_bytes(round_.model_file))
     contest = round_.contest
     p = contest.synthesizer_params or {}
-    grid = contest.grid()
-    city = CityModel(grid, seed=int(p.get("city_seed", contest.seed % (2**31))))
-    axis = round_.time_axis()
-    training = city.simulate(int(p.get("train_users", 300)), int(p.get("train_days", 10)),
-                             slots_per_day=axis.slots_per_day, start_minute=axis.start_minute,
-                             slot_minutes=axis.slot_minutes, seed=_round_seed(round_))
-    sweeps = int(p.get("sweeps", 30))
 
     def prog(done, total, message):
         jobs.progress(job, 0.5 * done / max(total, 1), f"training PPMTF: {message}")
 
-    model = train(training, grid.nx, grid.ny, slots_per_day=axis.slots_per_day, K=int(p.get("K", 16)),
-                  sweeps=sweeps, seed=_round_seed(round_), slot_start_minute=axis.start_minute,
-                  slot_minutes=axis.slot_minutes, progress=prog)
+    model = train_contest_model(contest.grid(), round_.time_axis(), seed=_round_seed(round_),
+                                city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
+                                **{k: p[k] for k in CONTEST_DEFAULTS if k in p})
     buf = io.BytesIO()
     model.save(buf)
     with transaction.atomic():
@@ -94,7 +91,8 @@ def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
         return generate_round(model, out, n_teams, users=contest.users_per_set, ref_days=round_.ref_days,
                               org_days=round_.org_days, seed=seed, pool_days=p.get("pool_days"), grid=grid,
                               slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
-                              slot_minutes=axis.slot_minutes, progress=prog, **(p.get("options") or {}))
+                              slot_minutes=axis.slot_minutes, day_split=p.get("day_split", "chronological"),
+                              progress=prog, **(p.get("options") or {}))
     if contest.synthesizer == "city":
         return _generate_city(round_, out, n_teams, seed, job)
     raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected ppmtf or city")

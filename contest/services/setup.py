@@ -130,6 +130,12 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
         tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise SetupError(f"contest.parameters.time_zone: unknown time zone {params.get('time_zone')!r}") from None
+    if "synthesizer_params" in params:
+        from synth.generate import check_synthesizer_params
+        problems = check_synthesizer_params(params["synthesizer_params"])
+        if problems:
+            raise SetupError("; ".join(f"contest.parameters.synthesizer_params.{key}: expected {expected}, "
+                                       f"got {value!r}" for key, value, expected in problems))
     for key in ("freeze_at",):
         if params.get(key) is not None:
             params[key] = parse_time(params[key], tz, now)
