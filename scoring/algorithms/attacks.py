@@ -45,8 +45,8 @@ once per pseudonym (2000 vector argmaxes).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
