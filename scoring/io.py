@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import Issue, IssueCollector, ValidationError, show_value
+from .errors import IssueCollector, ValidationError, issue, show_bytes, show_value
 from .traces import AnonymizedTraces, SetTable, Traces
 
 #: Default limit on a file's uncompressed size, in bytes (SPEC 5).
@@ -87,8 +87,7 @@ _NUMERIC_1COL_OK[ord("\n")] = True
 # =============================================================================
 
 def _too_big(max_bytes: int) -> ValidationError:
-    return ValidationError.single(
-        f"the file is larger than the limit of {max_bytes:,} bytes uncompressed")
+    return ValidationError.of("file_too_large", limit=f"{max_bytes:,}")
 
 
 def _read_limited(fileobj, max_bytes: int) -> bytes:
@@ -125,13 +124,13 @@ def _gunzip(raw: bytes, max_bytes: int) -> bytes:
                     data = d.unused_data
                     break
                 if not data and not chunk:
-                    raise ValidationError.single("the .gz file is truncated (it ends in the middle)")
+                    raise ValidationError.of("gz_truncated")
             if data and not data.strip(b"\x00"):
                 break  # zero padding after the last member
             if data and data[:2] != b"\x1f\x8b":
-                raise ValidationError.single("the .gz file has trailing data that is not gzip")
+                raise ValidationError.of("gz_trailing")
     except zlib.error as exc:
-        raise ValidationError.single(f"the file looks like gzip but cannot be decompressed ({exc})") from None
+        raise ValidationError.of("gz_broken", detail=str(exc)) from None
     return b"".join(parts)
 
 
@@ -140,15 +139,15 @@ def _unzip(raw: bytes, max_bytes: int) -> bytes:
     try:
         zf = zipfile.ZipFile(io.BytesIO(raw))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
-        raise ValidationError.single(f"the file looks like a zip archive but cannot be opened ({exc})") from None
+        raise ValidationError.of("zip_broken", detail=str(exc)) from None
     with zf:
         files = [i for i in zf.infolist()
                  if not i.is_dir() and not i.filename.startswith("__MACOSX/")]
         if len(files) != 1:
             names = ", ".join(show_value(i.filename) for i in files[:5]) + (", ..." if len(files) > 5 else "")
-            raise ValidationError.single(
-                f"a .zip upload must hold exactly one CSV file, found {len(files)}"
-                + (f": {names}" if files else ""))
+            if not files:
+                raise ValidationError.of("zip_no_file")
+            raise ValidationError.of("zip_members", count=len(files), names=names)
         info = files[0]
         if info.file_size > max_bytes:
             raise _too_big(max_bytes)
@@ -158,10 +157,9 @@ def _unzip(raw: bytes, max_bytes: int) -> bytes:
         except ValidationError:
             raise
         except RuntimeError as exc:  # encrypted member
-            raise ValidationError.single(f"cannot read {show_value(info.filename)} in the zip: {exc}") from None
+            raise ValidationError.of("zip_unreadable", name=show_value(info.filename), detail=str(exc)) from None
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError) as exc:
-            raise ValidationError.single(
-                f"{show_value(info.filename)} in the zip cannot be decompressed ({exc})") from None
+            raise ValidationError.of("zip_member_broken", name=show_value(info.filename), detail=str(exc)) from None
 
 
 def read_source_bytes(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
@@ -233,6 +231,22 @@ class _Body:
         return lines
 
 
+def _is_binary(data: bytes) -> bool:
+    """True when the start of a file is not text: a NUL byte, or bytes that are not UTF-8.
+
+    Contest files are ASCII CSV; this only decides which message a wrong
+    header gets ("not a text/CSV file" rather than a garbled header).
+    """
+    head = data[:1024]
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 3  # a multi-byte character cut at 1024 bytes is still text
+    return False
+
+
 def _split_header(data: bytes, header: str) -> _Body:
     """Check the header line and return the rows after it.
 
@@ -244,21 +258,20 @@ def _split_header(data: bytes, header: str) -> _Body:
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
     if not data or (len(data) < 4096 and not data.strip()):
-        raise ValidationError.single(f"the file is empty: expected the header {header!r} and the rows",
-                                     line=1)
+        raise ValidationError.of("empty_file", line=1, header=header)
     cut = data.find(b"\n")
     first = data if cut < 0 else data[:cut]
     if first != header.encode():
-        found = show_value(first)
-        raise ValidationError.single(f"expected header {header!r}, found {found!r}", line=1,
-                                     column=None, value=found)
+        if _is_binary(data):
+            # said once, with the first bytes as ASCII escapes: no replacement glyphs, no second escaping
+            raise ValidationError.of("not_text", line=1, value=show_bytes(first), header=header)
+        raise ValidationError.of("bad_header", line=1, header=header, found=show_value(first))
     if cut < 0:
         return _Body(data, len(data), len(data))
     end = len(data) - 1 if data.endswith(b"\n") and len(data) > cut + 1 else len(data)
     body = _Body(data, cut + 1, end)
     if body.n > MAX_ROWS:
-        raise ValidationError.single(f"the file has {body.n:,} rows after the header, more than the limit "
-                                     f"of {MAX_ROWS:,}", value=str(body.n))
+        raise ValidationError.of("too_many_rows", value=str(body.n), count=f"{body.n:,}", limit=f"{MAX_ROWS:,}")
     return body
 
 
@@ -336,7 +349,7 @@ def _slow_numeric(lines: list, n_rows: int, columns: tuple[str, ...], issues: Is
                   what: str, limits: dict | None = None) -> np.ndarray:
     """Line-by-line parse of a numeric body, recording every malformed field.
 
-    ``limits`` maps a column to (label, upper bound) so that a number too long
+    ``limits`` maps a column to its upper bound so that a number too long
     for int64 is reported as out of that range. Returns the (n_rows, ncols)
     table with -1 where a field was bad.
     """
@@ -350,24 +363,21 @@ def _slow_numeric(lines: list, n_rows: int, columns: tuple[str, ...], issues: Is
         fields = line.split(b",") if ncols > 1 else [line]
         if len(fields) != ncols:
             if not line:
-                issues.add(lineno, None, "", f"empty line: expected {what}")
+                issues.put("empty_line", lineno, None, "", columns=what)
             else:
-                issues.add(lineno, None, show_value(line),
-                           f"expected {ncols} comma-separated values ({','.join(columns)}), "
-                           f"found {len(fields)} in {show_value(line)!r}")
+                issues.put("field_count", lineno, None, show_value(line), count=ncols, columns=",".join(columns),
+                           found=len(fields), text=show_value(line))
             continue
         for j, (col, field) in enumerate(zip(columns, fields)):
             if not field:
-                issues.add(lineno, col, "", f"empty {col}")
+                issues.put("empty_field", lineno, col, "")
             elif not (field.isdigit() and field.isascii()):
-                issues.add(lineno, col, show_value(field),
-                           f"{col} {show_value(field)!r} is not a non-negative integer")
+                issues.put("not_integer", lineno, col, show_value(field))
             elif len(field) > _MAX_DIGITS:
                 if col in limits:
-                    label, hi = limits[col]
-                    issues.add(lineno, col, show_value(field), f"{label} {show_value(field)} is outside 1..{hi}")
+                    issues.put(_out_of_range_code(col), lineno, col, show_value(field), lo=1, hi=limits[col])
                 else:
-                    issues.add(lineno, col, show_value(field), f"{col} {show_value(field)} is too large")
+                    issues.put("number_too_large", lineno, col, show_value(field))
             else:
                 out[i, j] = int(field)
     return out
@@ -381,35 +391,35 @@ def _read_numeric(body: _Body, columns: tuple[str, ...], issues: IssueCollector,
     return table
 
 
+def _out_of_range_code(column: str) -> str:
+    return "region_out_of_range" if column == "reg_id" else "out_of_range"
+
+
 def _range_check(issues: IssueCollector, values: np.ndarray, lo: int, hi: int, column: str,
-                 label: str, valid: np.ndarray | None = None) -> np.ndarray:
+                 valid: np.ndarray | None = None) -> np.ndarray:
     """Flag values outside lo..hi; returns the bad mask. ``valid`` masks parse failures (-1)."""
     bad = (values < lo) | (values > hi)
     if valid is not None:
         bad &= valid
     idx = np.flatnonzero(bad)
-    issues.add_counted(len(idx), (
-        _issue(i + 2, column, values[i], f"{label} {values[i]} is outside {lo}..{hi}") for i in idx[:20]))
+    code = _out_of_range_code(column)
+    issues.add_counted(len(idx), (issue(code, i + 2, column, values[i], lo=lo, hi=hi) for i in idx[:20]))
     return bad
 
 
 def _at_least_one(issues: IssueCollector, values: np.ndarray, column: str) -> None:
     idx = np.flatnonzero(values < 1)
-    issues.add_counted(len(idx), (
-        _issue(i + 2, column, values[i], f"{column} {values[i]} must be at least 1") for i in idx[:20]))
-
-
-def _issue(line, column, value, message):
-    return Issue(None if line is None else int(line), column, None if value is None else str(value), message)
+    issues.add_counted(len(idx), (issue("at_least_one", i + 2, column, values[i]) for i in idx[:20]))
 
 
 def _describe_ids(ids: np.ndarray) -> str:
+    """Expected ids in words-free form: ``3..60`` when contiguous, else ``3, 5, 8, ..., 60 (20 ids)``."""
     ids = np.asarray(ids)
     if len(ids) == 0:
-        return "none"
+        return "-"
     if ids[-1] - ids[0] + 1 == len(ids):
         return f"{ids[0]}..{ids[-1]}"
-    return f"the {len(ids)} ids from {ids[0]} to {ids[-1]}"
+    return ", ".join(str(i) for i in ids[:3]) + f", ..., {ids[-1]} ({len(ids)})"
 
 
 # =============================================================================
@@ -417,45 +427,42 @@ def _describe_ids(ids: np.ndarray) -> str:
 # =============================================================================
 
 def _parse_cell(text: bytes, M: int, allow_sets: bool):
-    """One distinct cell text -> ('ok', tuple of 0-based members) or ('err', message).
+    """One distinct cell text -> ('ok', tuple of 0-based members) or ('err', (code, params)).
 
     ``()`` is a deletion. With ``allow_sets`` False (etraces), only a single
     region id is accepted.
     """
     if text == b"*":
         if not allow_sets:
-            return "err", "an etraces cell must be a single region id, found '*'"
+            return "err", ("etraces_single", {"cell": "*"})
         return "ok", ()
     if not text:
-        return "err", ("empty cell (write '*' for a deletion)" if allow_sets
-                       else "empty cell: expected a region id")
+        return "err", ("empty_cell_set" if allow_sets else "empty_cell", {})
     shown = show_value(text)
     parts = text.split(b" ")
     if len(parts) > 1 and not allow_sets:
         if all(p.isdigit() and p.isascii() for p in parts):
-            return "err", f"an etraces cell must be a single region id, found {shown!r}"
-        return "err", f"{shown!r} is not a region id"
+            return "err", ("etraces_single", {"cell": shown})
+        return "err", ("not_region", {"cell": shown})
     if len(parts) > 1 and any(not p for p in parts):
-        return "err", f"separate the region ids of a set by single spaces, found {shown!r}"
+        return "err", ("set_spacing", {"cell": shown})
     members = []
     for p in parts:
         if not (p.isdigit() and p.isascii()):
-            what = ("a region id, a space-separated set of region ids or '*'" if allow_sets
-                    else "a region id")
             if len(parts) == 1:
-                return "err", f"{shown!r} is not {what}"
-            return "err", f"{show_value(p)!r} in {shown!r} is not a region id"
+                return "err", ("not_cell" if allow_sets else "not_region", {"cell": shown})
+            return "err", ("set_member", {"part": show_value(p), "cell": shown})
         if len(p) > _MAX_DIGITS:
-            return "err", f"region id {show_value(p)} is outside 1..{M}"
+            return "err", ("region_out_of_range", {"value": show_value(p), "lo": 1, "hi": M})
         r = int(p)
         if not 1 <= r <= M:
-            return "err", f"region id {r} is outside 1..{M}"
+            return "err", ("region_out_of_range", {"value": r, "lo": 1, "hi": M})
         members.append(r - 1)
     if len(members) > 1:
         seen = set()
         for r in members:
             if r in seen:
-                return "err", f"region {r + 1} appears twice in the set {shown!r}"
+                return "err", ("set_repeat", {"region": r + 1, "cell": shown})
             seen.add(r)
     return "ok", tuple(sorted(members))
 
@@ -527,6 +534,12 @@ def _fast_distinct(distinct: list, M: int, allow_sets: bool):
     return key_set, gsizes, members
 
 
+def _cell_issue(line: int, column: str, shown: str, code: str, params: dict):
+    # region_out_of_range names the bad member of a set as its value; other cell issues the whole cell
+    params = dict(params)
+    return issue(code, line, column, params.pop("value", shown), **params)
+
+
 def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bool,
                   column: str = "reg_id", first_line: int = 2):
     """Map each cell text to a set id, parsing each distinct text once.
@@ -546,7 +559,7 @@ def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bo
         key_set, sizes, members = fast
         return key_set[codes].astype(np.int32), SetTable.from_members(M, sizes, members)
     key_set = np.empty(len(distinct), dtype=np.int64)
-    key_error: dict[int, str] = {}
+    key_error: dict[int, tuple] = {}
     generalized: dict[tuple, int] = {}           # canonical member tuple -> set id
     for k, text in enumerate(distinct):
         status, payload = _parse_cell(text, M, allow_sets)
@@ -564,7 +577,7 @@ def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bo
         bad_key[list(key_error)] = True
         bad_rows = np.flatnonzero(bad_key[codes])
         issues.add_counted(len(bad_rows), (
-            _issue(i + first_line, column, show_value(cells[i]), key_error[int(codes[i])])
+            _cell_issue(i + first_line, column, show_value(cells[i]), *key_error[int(codes[i])])
             for i in bad_rows[:20]))
     # the canonical tuples are sorted and in set id order
     return key_set[codes].astype(np.int32), SetTable.from_sets(M, list(generalized))
@@ -574,12 +587,12 @@ def _intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bo
 # Row structure: (id, time_id) sorted and complete
 # =============================================================================
 
-def _expected_ids(issues: IssueCollector, values: np.ndarray, expected: np.ndarray, column: str,
-                  plural: str) -> None:
+def _expected_ids(issues: IssueCollector, values: np.ndarray, expected: np.ndarray, column: str) -> None:
     """Flag every row whose ``column`` value is not one of ``expected`` (ascending)."""
     idx = np.flatnonzero(~np.isin(values, expected))
-    issues.add_counted(len(idx), (_issue(i + 2, column, values[i], f"{column} {values[i]} is not one of the "
-                                         f"expected {plural} ({_describe_ids(expected)})") for i in idx[:20]))
+    described = _describe_ids(expected)
+    issues.add_counted(len(idx), (issue("unexpected_id", i + 2, column, values[i], expected=described)
+                                  for i in idx[:20]))
 
 
 def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: str,
@@ -600,20 +613,20 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
     tcol = "time_id"
     if users is not None:
         users = np.asarray(users, dtype=np.int64)
-        _expected_ids(issues, u, users, ucol, f"{ucol}s")
+        _expected_ids(issues, u, users, ucol)
     else:
         _at_least_one(issues, u, ucol)
     if time_ids is not None:
         time_ids = np.asarray(time_ids, dtype=np.int64)
-        _expected_ids(issues, t, time_ids, tcol, "time ids")
+        _expected_ids(issues, t, time_ids, tcol)
     else:
         _at_least_one(issues, t, tcol)
     if users is not None and time_ids is not None and n != len(users) * len(time_ids):
-        issues.add(None, None, str(n), f"expected {len(users) * len(time_ids)} rows after the header, "
-                   f"found {n} ({len(users)} {ucol}s x {len(time_ids)} time ids)")
+        issues.put("row_count_grid", None, None, str(n), expected=len(users) * len(time_ids), found=n,
+                   users=len(users), idcol=ucol, times=len(time_ids))
     if issues or n == 0:
         if n == 0 and not issues:
-            issues.add(None, None, "0", "the file has a header but no rows")
+            issues.put("no_rows", value="0")
         return None
 
     # Sorted by (id, time_id) with no repeated pair.
@@ -624,10 +637,10 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
     idx = np.flatnonzero(dup | back)
     if len(idx):
         issues.add_counted(len(idx), (
-            _issue(i + 3, None, f"{u[i + 1]},{t[i + 1]}",
-                   f"{ucol} {u[i + 1]}, time_id {t[i + 1]} appears twice (also on line {i + 2})" if dup[i] else
-                   f"{ucol} {u[i + 1]}, time_id {t[i + 1]} comes after {ucol} {u[i]}, time_id {t[i]}: "
-                   f"rows must be sorted by {ucol}, then time_id")
+            issue("row_repeat", i + 3, None, f"{u[i + 1]},{t[i + 1]}", idcol=ucol, id=u[i + 1], time=t[i + 1],
+                  other=i + 2) if dup[i] else
+            issue("row_order", i + 3, None, f"{u[i + 1]},{t[i + 1]}", idcol=ucol, id=u[i + 1], time=t[i + 1],
+                  prev_id=u[i], prev_time=t[i])
             for i in idx[:20]))
         return None
 
@@ -642,14 +655,12 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
                 bad = np.flatnonzero(ids != expect)
                 rows = np.flatnonzero(first)
                 issues.add_counted(len(bad), (
-                    _issue(rows[k] + 2, ucol, ids[k],
-                           f"{ucol} {ids[k]}: with {m} pseudonyms they must be {lo}..{lo + m - 1} (m+1..2m)")
+                    issue("pseudonym_range", rows[k] + 2, ucol, ids[k], m=m, lo=lo, hi=lo + m - 1)
                     for k in bad[:20]))
             else:
                 missing = np.setdiff1d(np.arange(1, ids[-1] + 1), ids)
                 issues.add_counted(len(missing), (
-                    _issue(None, ucol, x, f"{ucol}s must run 1..m without gaps: {ucol} {x} has no rows")
-                    for x in missing[:20]))
+                    issue("id_gap", None, ucol, x) for x in missing[:20]))
             return None
     else:
         ids = users
@@ -659,9 +670,9 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
         time_ids = tv[keep] if keep.any() else tv
         stray = ~np.isin(t, time_ids)
         idx = np.flatnonzero(stray)
-        issues.add_counted(len(idx), (
-            _issue(i + 2, tcol, t[i], f"time_id {t[i]} is not one of the time ids the other "
-                   f"{ucol}s have ({_describe_ids(time_ids)})") for i in idx[:20]))
+        described = _describe_ids(time_ids)
+        issues.add_counted(len(idx), (issue("stray_time", i + 2, tcol, t[i], idcol=ucol, expected=described)
+                                      for i in idx[:20]))
         if len(idx):
             return None
     m, L = len(ids), len(time_ids)
@@ -670,8 +681,8 @@ def _check_rows(issues: IssueCollector, u: np.ndarray, t: np.ndarray, *, ucol: s
         present[np.searchsorted(ids, u), np.searchsorted(time_ids, t)] = True
         miss_u, miss_t = np.nonzero(~present)
         issues.add_counted(len(miss_u), (
-            _issue(None, tcol, time_ids[b], f"{ucol} {ids[a]} has no row for time_id {time_ids[b]} "
-                   f"(every {ucol} needs a row at each time id)") for a, b in zip(miss_u[:20], miss_t[:20])))
+            issue("missing_time", None, tcol, time_ids[b], idcol=ucol, id=ids[a])
+            for a, b in zip(miss_u[:20], miss_t[:20])))
         return None
     return ids, time_ids
 
@@ -708,9 +719,9 @@ def read_traces(source, grid, *, users=None, time_ids=None,
     body = _open_text(source, TRACES_HEADER, max_bytes)
     issues = IssueCollector()
     cols = ("user_id", "time_id", "reg_id")
-    table = _read_numeric(body, cols, issues, "user_id,time_id,reg_id", {"reg_id": ("region id", grid.M)})
+    table = _read_numeric(body, cols, issues, "user_id,time_id,reg_id", {"reg_id": grid.M})
     valid = table >= 0
-    _range_check(issues, table[:, 2], 1, grid.M, "reg_id", "region id", valid=valid[:, 2])
+    _range_check(issues, table[:, 2], 1, grid.M, "reg_id", valid=valid[:, 2])
     if issues:
         _finish(issues, source)
     shape = _check_rows(issues, table[:, 0], table[:, 1], ucol="user_id", users=users, time_ids=time_ids)
@@ -722,8 +733,7 @@ def read_traces(source, grid, *, users=None, time_ids=None,
 
 def _row_count_issue(issues: IssueCollector, n: int, expected: int) -> None:
     if n != expected:
-        issues.add(None, None, str(n), f"expected {expected} rows after the header, found {n} "
-                   f"(one per row of the original traces)")
+        issues.put("row_count_traces", None, None, str(n), expected=expected, found=n)
 
 
 def read_anotraces(source, grid, truth: Traces, *, max_bytes: int = DEFAULT_MAX_BYTES) -> AnonymizedTraces:
@@ -767,7 +777,7 @@ def read_etraces(source, grid, truth: Traces, *, max_bytes: int = DEFAULT_MAX_BY
         events, _ = _intern_cells(cells, grid.M, issues, allow_sets=False)
         regions = events
     else:
-        _range_check(issues, table[:, 0], 1, grid.M, "reg_id", "region id")
+        _range_check(issues, table[:, 0], 1, grid.M, "reg_id")
         regions = table[:, 0] - 1
     _finish(issues, source)
     return Traces(truth.user_ids, truth.time_ids, regions.astype(np.int32).reshape(truth.m, truth.L))
@@ -786,7 +796,7 @@ def read_pubtraces(source, grid, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Anony
     n = body.n
     issues = IssueCollector()
     if n == 0:
-        issues.add(None, None, "0", "the file has a header but no rows")
+        issues.put("no_rows", value="0")
         _finish(issues, source)
     fast = _fast_pubtraces(body.array(), n)
     if fast is not None:
@@ -796,9 +806,8 @@ def read_pubtraces(source, grid, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Anony
         parts = list(map(_split3, lines))
         for i, p in enumerate(parts):
             if len(p) != 3:
-                issues.add(i + 2, None, show_value(lines[i]),
-                           f"expected 3 comma-separated values (pse_id,time_id,reg_id), found {len(p)} in "
-                           f"{show_value(lines[i])!r}")
+                issues.put("field_count", i + 2, None, show_value(lines[i]), count=3,
+                           columns="pse_id,time_id,reg_id", found=len(p), text=show_value(lines[i]))
         _finish(issues, source)
         pse_col, time_col, cells = zip(*parts)
         del parts, lines
@@ -870,25 +879,23 @@ def read_ptable(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[np.ndarr
     body = _open_text(source, PTABLE_HEADER, max_bytes)
     n = body.n
     issues = IssueCollector()
-    table = _read_numeric(body, ("pse_id", "user_id"), issues, "pse_id,user_id", {"user_id": ("user_id", n)})
+    table = _read_numeric(body, ("pse_id", "user_id"), issues, "pse_id,user_id", {"user_id": n})
     if n == 0:
-        issues.add(None, None, "0", "the file has a header but no rows")
+        issues.put("no_rows", value="0")
     _finish(issues, source)
     pse, usr = table[:, 0], table[:, 1]
     expect = np.arange(n + 1, 2 * n + 1)
     bad = np.flatnonzero(pse != expect)
     issues.add_counted(len(bad), (
-        _issue(i + 2, "pse_id", pse[i], f"expected pse_id {expect[i]}, found {pse[i]} "
-               f"(pseudonyms run m+1..2m = {n + 1}..{2 * n} in ascending order)") for i in bad[:20]))
-    _range_check(issues, usr, 1, n, "user_id", "user_id")
+        issue("ptable_pseudonym", i + 2, "pse_id", pse[i], expected=expect[i], found=pse[i], lo=n + 1, hi=2 * n)
+        for i in bad[:20]))
+    _range_check(issues, usr, 1, n, "user_id")
     ok = (usr >= 1) & (usr <= n)
     order = np.argsort(usr, kind="stable")
     su = usr[order]
     rep = np.flatnonzero((su[1:] == su[:-1]) & ok[order][1:])
     issues.add_counted(len(rep), (
-        _issue(order[k + 1] + 2, "user_id", su[k + 1],
-               f"user_id {su[k + 1]} appears twice (also on line {order[k] + 2}); "
-               f"the ID table must be a permutation of 1..{n}") for k in rep[:20]))
+        issue("ptable_repeat", order[k + 1] + 2, "user_id", su[k + 1], other=order[k] + 2, m=n) for k in rep[:20]))
     _finish(issues, source)
     return pse.astype(np.int64), usr.astype(np.int64)
 
@@ -907,10 +914,9 @@ def read_etable(source, n_pseudonyms: int, m: int, *, max_bytes: int = DEFAULT_M
     n = body.n
     issues = IssueCollector()
     if n != n_pseudonyms:
-        issues.add(None, None, str(n), f"expected {n_pseudonyms} rows after the header, found {n} "
-                   f"(one per pseudonym, in ascending pseudonym order)")
-    table = _read_numeric(body, ("user_id",), issues, "a user_id", {"user_id": ("user_id", m)})
-    _range_check(issues, table[:, 0], 1, m, "user_id", "user_id", valid=table[:, 0] >= 0)
+        issues.put("row_count_etable", None, None, str(n), expected=n_pseudonyms, found=n)
+    table = _read_numeric(body, ("user_id",), issues, "user_id", {"user_id": m})
+    _range_check(issues, table[:, 0], 1, m, "user_id", valid=table[:, 0] >= 0)
     _finish(issues, source)
     return table[:, 0].astype(np.int64)
 

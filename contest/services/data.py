@@ -121,7 +121,8 @@ def attack_value(contest, kind: AttackKind, estimate, secret: dict) -> float:
 
 def validation_issues(exc) -> tuple[list[dict], int]:
     """The structured issues of a ``scoring.errors.ValidationError`` as JSON-able dicts, and the total."""
-    issues = [{"line": i.line, "column": i.column, "value": i.value, "message": i.message}
+    issues = [{"line": i.line, "column": i.column, "value": i.value, "message": i.message,
+               "code": getattr(i, "code", ""), "params": dict(getattr(i, "params", {}) or {})}
               for i in getattr(exc, "issues", [])]
     if not issues:
         issues = [{"line": None, "column": None, "value": None, "message": str(exc)}]

@@ -234,7 +234,7 @@ def test_traces_structure_messages():
     e = raises(sio.read_traces, h + b"1,3,1\n2,3,1\n", GRID, users=[1, 2, 3], time_ids=[3])
     assert "expected 3 rows" in str(e)
     e = raises(sio.read_traces, h + b"1,3,1\n2,7,1\n", GRID, time_ids=[3])
-    assert str(e) == "line 3: time_id 7 is not one of the expected time ids (3..3)"
+    assert str(e) == "line 3: time_id 7 is not one of the expected values (3..3)"
     # A typo'd time id in a big file points at its own line, not at every other user.
     t = small_truth(m=50, L=4)
     rows = traces_bytes(t).split(b"\n")
@@ -262,7 +262,8 @@ def test_at_most_twenty_issues_are_kept_but_all_are_counted():
     assert [i.line for i in e.issues] == list(range(2, 22))
     assert str(e).splitlines()[0] == "100 problems found, the first 20:"
     assert str(e).splitlines()[-1] == "  ... and 80 more"
-    assert e.to_dicts()[0] == {"line": 2, "column": "reg_id", "value": "0", "message": "region id 0 is outside 1..1024"}
+    assert e.to_dicts()[0] == {"line": 2, "column": "reg_id", "value": "0", "message": "region id 0 is outside 1..1024",
+                               "code": "region_out_of_range", "params": {"lo": 1, "hi": 1024}}
 
 
 def test_error_names_the_file(tmp_path):
