@@ -43,7 +43,36 @@ def js_strings() -> dict:
         "upload_received": _("Upload complete; waiting for the server…"),
         "upload_failed": _("Upload failed (HTTP {code})."),
         "network_error": _("Network error: the upload did not reach the server."),
+        "not_played": _("Not played yet: this round has no scores."),
     }
+
+
+def issue_rows(issues) -> list[dict]:
+    """Stored validation issues (``scoring.errors`` dicts) with ``text`` in the page language.
+
+    The validator stores each problem's code and values next to its English
+    message; the page renders the code's template in the viewer's language
+    (``scoring.errors.MESSAGES`` is in this package's catalog). Issues stored
+    before codes existed, or without one, keep their English message.
+    ``show_value`` is false when the message already quotes the value, so a
+    value is shown once.
+    """
+    from scoring.errors import MESSAGES, render
+    rows = []
+    for i in issues or []:
+        if not isinstance(i, dict):  # a scoring.errors.Issue
+            i = {"line": i.line, "column": i.column, "value": i.value, "message": i.message,
+                 "code": getattr(i, "code", ""), "params": getattr(i, "params", {})}
+        text = i.get("message") or ""
+        code = i.get("code")
+        if code in MESSAGES:
+            try:
+                text = render(_(MESSAGES[code]), i.get("column"), i.get("value"), i.get("params") or {})
+            except (KeyError, IndexError, ValueError):  # a translation with a broken placeholder
+                pass
+        value = i.get("value")
+        rows.append({**i, "text": text, "show_value": value not in (None, "") and str(value) not in text})
+    return rows
 
 
 def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,

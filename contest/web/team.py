@@ -27,7 +27,7 @@ from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet
 from contest.services import storage, uploads
 
 from . import access
-from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, page
+from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page
 from .forms import AttackUploadForm, UploadForm
 
 
@@ -71,13 +71,14 @@ def _upload_state(aset: AnonymizedSet) -> dict:
            .order_by("-created_at", "-id").first())
     failed = job is not None and job.status == Job.FAILED
     finished = aset.status != AnonymizedSet.PENDING or failed
-    return {"aset": aset, "job": job, "failed": failed, "finished": finished}
+    return {"aset": aset, "job": job, "failed": failed, "finished": finished, "issues": issue_rows(aset.errors)}
 
 
 def _attack_state(attack: Attack) -> dict:
     job = Job.objects.filter(kind="score_attack", args__attack_id=attack.pk).order_by("-created_at", "-id").first()
     failed = job is not None and job.status == Job.FAILED
-    return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed}
+    return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed,
+            "issues": issue_rows(attack.errors)}
 
 
 def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
@@ -252,7 +253,8 @@ def _rule_error(request, exc, back_url):
     """Answer a refused upload: JSON for the page script, a message and redirect otherwise."""
     text = str(exc)
     if _is_ajax(request):
-        html = render_to_string("web/_refused.html", {"message": text, "issues": getattr(exc, "issues", [])}, request=request)
+        html = render_to_string("web/_refused.html", {"message": text, "issues": issue_rows(getattr(exc, "issues", []))},
+                                request=request)
         return JsonResponse({"ok": False, "message": text, "html": html}, status=getattr(exc, "status", 409))
     messages.error(request, text)
     return redirect(back_url)
@@ -495,7 +497,8 @@ def data_map(request, slug, dataset_id):
                               "hospitals": hospitals, "label": _("Population of the anonymized traces")}})
     tv = float(np.abs(orig - anon).sum()) if anon is not None else None
     top = np.argsort(-orig)[:10]
-    top_rows = [{"region": int(r) + 1, "x": int(r) % grid.nx + 1, "y": int(r) // grid.nx + 1,
+    # x, y 0-based, so that region = y * nx + x + 1 as the rules write it
+    top_rows = [{"region": int(r) + 1, "x": int(r) % grid.nx, "y": int(r) // grid.nx,
                  "orig": float(orig[r]), "anon": float(anon[r]) if anon is not None else None,
                  "orig_pct": f"{100 * orig[r]:.2f}%", "anon_pct": f"{100 * anon[r]:.2f}%" if anon is not None else None}
                 for r in top]
@@ -503,6 +506,6 @@ def data_map(request, slug, dataset_id):
     for s in range(slots):
         hour, minute = axis.clock(s)
         slot_choices.append((str(s), f"{int(hour):d}:{int(minute):02d}"))
-    ctx = {"dataset": dataset, "short": CHALLENGE_SHORT[dataset.challenge], "maps": maps, "chosen": chosen,
+    ctx = {"dataset": dataset, "short": CHALLENGE_SHORT[dataset.challenge], "maps": maps, "chosen": chosen, "nx": grid.nx,
            "candidates": candidates, "l1": tv, "top_rows": top_rows, "slot": slot, "slot_choices": slot_choices}
     return page(request, "web/data_map.html", ctx, contest=contest, nav="team")

@@ -1,6 +1,6 @@
 """Routes of the HTML pages (mounted at the site root). Every view runs in the page language (``i18n.localized``)."""
-from django.urls import path
 from django.templatetags.static import static
+from django.urls import path
 from django.views.generic.base import RedirectView
 from django.views.i18n import set_language
 

@@ -229,6 +229,8 @@ def attack_matrix(request, slug):
             "minima": [{"value": v, "style": heat_style(v)} for v in minima],
             "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s) for s in targets], "values": values,
                       "min": 0, "max": 1, "rowTitle": _("attacker"), "colTitle": _("target set"),
+                      # the caption promises each target's minimum over all attacks: drawn as the last row
+                      "footer": {"label": _("Minimum"), "values": minima},
                       "legend": _("%(metric)s (higher: the target resisted better)") % {"metric": metric},
                       "label": _("Heatmap of %(metric)s, attacker by target") % {"metric": metric}},
             "chart_id": f"chart-matrix-{kind}",

@@ -52,6 +52,14 @@
     return el;
   }
 
+  /* Estimated width (px) of a text at a font size, before it is drawn: CJK and other wide
+     characters take about a full em, Latin ones a little over half. */
+  function textWidth(text, size) {
+    var w = 0;
+    String(text).split("").forEach(function (ch) { w += ch.charCodeAt(0) >= 0x2e80 ? size : 0.6 * size; });
+    return w;
+  }
+
   function getCookie(name) {
     var parts = document.cookie ? document.cookie.split(";") : [];
     for (var i = 0; i < parts.length; i++) {
@@ -111,12 +119,20 @@
    */
   function heatmap(figure, spec) {
     var rows = spec.rows, cols = spec.cols, values = spec.values;
+    var footer = spec.footer;  // {label, values}: e.g. each target's minimum, drawn under a gap
     var digits = spec.digits == null ? 4 : spec.digits;
     var lo = spec.min == null ? 0 : spec.min, hi = spec.max == null ? 1 : spec.max;
-    var cell = Math.max(34, Math.min(64, Math.floor(640 / Math.max(cols.length, 1))));
-    var left = 12 + 7.2 * Math.max.apply(null, rows.map(function (r) { return String(r).length; }).concat([4]));
-    var top = 40 + 6.5 * Math.max.apply(null, cols.map(function (c) { return String(c).length; }).concat([4]));
-    var width = left + cell * cols.length + 16, height = top + cell * rows.length + 56;
+    var labels = rows.concat(footer ? [footer.label] : []);
+    var left = 12 + Math.max.apply(null, labels.map(function (r) { return textWidth(r, 11.5); }).concat([30]));
+    var longest = Math.max.apply(null, cols.map(function (c) { return textWidth(c, 11); }).concat([30]));
+    var top = 40 + longest * Math.sin(50 * Math.PI / 180);
+    // column labels are rotated -50 degrees: the last one reaches this far right of its cell
+    var right = Math.max(16, longest * Math.cos(50 * Math.PI / 180) - 10);
+    var avail = Math.max(320, availableWidth(figure));
+    var cell = Math.max(34, Math.min(80, Math.floor((avail - left - right) / Math.max(cols.length, 1))));
+    var gap = footer ? 8 : 0;
+    var nrows = rows.length + (footer ? 1 : 0);
+    var width = left + cell * cols.length + right, height = top + cell * nrows + gap + 56;
     var root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": spec.label || "" });
     svgText(root, left + (cell * cols.length) / 2, 14, spec.colTitle || "", { "text-anchor": "middle", "font-size": 12, "font-weight": 700 });
     svgText(root, 4, top - 6, spec.rowTitle || "", { "font-size": 12, "font-weight": 700 });
@@ -148,8 +164,30 @@
         }
       });
     });
-    legendBar(root, left, top + cell * rows.length + 22, Math.min(220, cell * cols.length), 10, lo, hi, fixed(2), spec.legend || "");
+    if (footer) {
+      var fy = top + cell * rows.length + gap;
+      svgText(root, left - 6, fy + cell / 2 + 4, footer.label, { "font-size": 11, "font-weight": 700, "text-anchor": "end" });
+      cols.forEach(function (c, j) {
+        var v = footer.values[j];
+        if (v == null) { return; }
+        var x = left + cell * j;
+        var col = colourAt(VIRIDIS, (v - lo) / ((hi - lo) || 1));
+        var rect = svg("rect", { x: x, y: fy, width: cell - 1, height: cell - 1, fill: col.css, stroke: "#1b1f24", "stroke-width": 1 }, root);
+        svg("title", null, rect).textContent = footer.label + " \u2192 " + c + ": " + Number(v).toFixed(digits);
+        if (cell >= 40) {
+          svgText(root, x + cell / 2, fy + cell / 2 + 4, Number(v).toFixed(2),
+            { "font-size": 11, "font-weight": 700, "text-anchor": "middle", fill: col.light ? "#000" : "#fff", style: "fill:" + (col.light ? "#000" : "#fff") });
+        }
+      });
+    }
+    legendBar(root, left, top + cell * nrows + gap + 22, Math.min(220, cell * cols.length), 10, lo, hi, fixed(2), spec.legend || "");
     figure.insertBefore(root, figure.firstChild);
+  }
+
+  /* The width a chart may take: its figure's content box (the column it sits in). */
+  function availableWidth(figure) {
+    var w = figure.clientWidth || (figure.parentNode && figure.parentNode.clientWidth) || 640;
+    return Math.floor(w);
   }
 
   /*
@@ -161,7 +199,8 @@
    */
   function gridmap(figure, spec) {
     var nx = spec.nx, ny = spec.ny, vals = spec.values;
-    var cell = 10, pad = 4;
+    var pad = 4;
+    var cell = Math.max(6, Math.min(24, Math.floor((availableWidth(figure) - 2 * pad) / nx)));
     var width = nx * cell + 2 * pad, height = ny * cell + 2 * pad + 44;
     var hi = spec.max || Math.max.apply(null, vals.concat([1e-12]));
     var root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, role: "img", "aria-label": spec.label || "" });
@@ -175,8 +214,9 @@
         x: pad + x * cell, y: pad + (ny - 1 - y) * cell, width: cell, height: cell, fill: col,
         stroke: hosp[r + 1] ? "#e8175d" : "none", "stroke-width": hosp[r + 1] ? 1.2 : 0
       }, root);
+      // x and y are 0-based, as in the rules' formula r = y * nx + x + 1
       svg("title", null, rect).textContent = fmt(t("region_tip", "region {r} (x {x}, y {y}): {v}"),
-        { r: r + 1, x: x + 1, y: y + 1, v: (100 * v).toFixed(3) + "%" });
+        { r: r + 1, x: x, y: y, v: (100 * v).toFixed(3) + "%" });
     }
     svg("rect", { x: pad, y: pad, width: nx * cell, height: ny * cell, fill: "none", stroke: "#6b7686" }, root);
     legendBar(root, pad, ny * cell + pad + 16, Math.min(200, nx * cell), 9, 0, hi,
@@ -215,16 +255,50 @@
    * Scatter plot of s_I,min (x) against s_T,min (y) per set, as the paper's
    * Fig. 8 / Fig. 9. spec: {points: [{x, y, label, group}], xlabel, ylabel,
    * r (correlation; computed here when absent), showR, xmin, xmax, ymin, ymax,
-   * label}.
+   * label, empty (text shown instead of empty axes when there is no point)}.
+   * The plot takes the width of its column; the legend sits under the axes
+   * (it wraps, so long group names are never cut); point labels are placed
+   * where they overlap no other label or marker, and a label that fits
+   * nowhere is left to the point's hover text.
    */
   function scatter(figure, spec) {
     var pts = spec.points || [];
-    var W = 640, H = 420, L = 64, R = 230, T = 20, B = 56;
+    if (!pts.length) {
+      var note = document.createElement("p");
+      note.className = "chart-empty";
+      note.textContent = spec.empty || t("not_played", "Not played yet: no scores in this round.");
+      figure.insertBefore(note, figure.firstChild);
+      return;
+    }
+    var W = Math.max(300, Math.min(availableWidth(figure), 900));
+    var L = 56, R = 16, T = 16, B = 48;
+    var pw = W - L - R, ph = Math.round(Math.min(440, Math.max(240, pw * 0.62)));
     var x0 = spec.xmin == null ? 0 : spec.xmin, x1 = spec.xmax == null ? 1 : spec.xmax;
     var y0 = spec.ymin == null ? 0 : spec.ymin, y1 = spec.ymax == null ? 1 : spec.ymax;
-    var pw = W - L - R, ph = H - T - B;
     function sx(v) { return L + ((v - x0) / (x1 - x0)) * pw; }
     function sy(v) { return T + ph - ((v - y0) / (y1 - y0)) * ph; }
+
+    // legend items and the correlation flow left to right under the axes, wrapping at the width
+    var groups = [];
+    pts.forEach(function (p) { if (groups.indexOf(p.group || "") < 0) { groups.push(p.group || ""); } });
+    var items = [];
+    if (groups.length > 1 || groups[0]) {
+      groups.forEach(function (g, gi) { items.push({ group: gi, text: g, w: 22 + textWidth(g, 12) }); });
+    }
+    var r = spec.r;
+    if (r == null && spec.showR !== false) {
+      r = pearson(pts.map(function (p) { return +p.x; }), pts.map(function (p) { return +p.y; }));
+    }
+    if (spec.showR !== false) {
+      items.push({ group: null, text: "R = " + (r == null ? "\u2014" : Number(r).toFixed(3)), w: 90 });
+    }
+    var lx = L, ly = T + ph + B + 8, lines = items.length ? 1 : 0;
+    items.forEach(function (it) {
+      if (lx + it.w > W && lx > L) { lx = L; ly += 20; lines++; }
+      it.x = lx; it.y = ly; lx += it.w + 14;
+    });
+    var H = T + ph + B + lines * 20 + 10;
+
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, role: "img", "aria-label": spec.label || "" });
     var axis = svg("g", { "class": "axis" }, root);
     for (var k = 0; k <= 5; k++) {
@@ -235,48 +309,83 @@
       svgText(axis, L - 6, sy(vy) + 4, vy.toFixed(1), { "font-size": 11, "text-anchor": "end" });
     }
     svg("rect", { x: L, y: T, width: pw, height: ph, fill: "none", stroke: "#6b7686" }, axis);
-    svgText(root, L + pw / 2, H - 14, spec.xlabel || "", { "font-size": 13, "text-anchor": "middle" });
-    svgText(root, 16, T + ph / 2, spec.ylabel || "", { "font-size": 13, "text-anchor": "middle", transform: "rotate(-90 16 " + (T + ph / 2) + ")" });
-    var groups = [];
-    pts.forEach(function (p) { if (groups.indexOf(p.group || "") < 0) { groups.push(p.group || ""); } });
+    svgText(root, L + pw / 2, T + ph + 36, spec.xlabel || "", { "font-size": 13, "text-anchor": "middle" });
+    svgText(root, 14, T + ph / 2, spec.ylabel || "", { "font-size": 13, "text-anchor": "middle", transform: "rotate(-90 14 " + (T + ph / 2) + ")" });
+
+    // markers first: they are obstacles for every label
+    var boxes = [];
     pts.forEach(function (p) {
       var gi = groups.indexOf(p.group || "");
-      var m = marker(root, GROUP_SHAPES[gi % GROUP_SHAPES.length], sx(p.x), sy(p.y), GROUP_COLOURS[gi % GROUP_COLOURS.length]);
+      var px = sx(p.x), py = sy(p.y);
+      var m = marker(root, GROUP_SHAPES[gi % GROUP_SHAPES.length], px, py, GROUP_COLOURS[gi % GROUP_COLOURS.length]);
       svg("title", null, m).textContent = (p.label || "") + ": (" + Number(p.x).toFixed(4) + ", " + Number(p.y).toFixed(4) + ")";
-      if (p.label && pts.length <= 16) {
-        svgText(root, sx(p.x) + 7, sy(p.y) - 6, p.label, { "font-size": 10 });
+      boxes.push({ x0: px - 6, y0: py - 6, x1: px + 6, y1: py + 6 });
+    });
+    function free(b) {
+      if (b.x0 < L + 1 || b.x1 > L + pw - 1 || b.y0 < T + 1 || b.y1 > T + ph - 1) { return false; }
+      for (var i = 0; i < boxes.length; i++) {
+        var o = boxes[i];
+        if (b.x0 < o.x1 && b.x1 > o.x0 && b.y0 < o.y1 && b.y1 > o.y0) { return false; }
+      }
+      return true;
+    }
+    // greedy placement in input order: the first free spot around the point wins
+    var CANDIDATES = [[8, -4, "start"], [-8, -4, "end"], [8, 12, "start"], [-8, 12, "end"],
+      [0, -10, "middle"], [0, 20, "middle"], [14, -14, "start"], [-14, -14, "end"], [14, 22, "start"], [-14, 22, "end"]];
+    pts.forEach(function (p) {
+      if (!p.label) { return; }
+      var px = sx(p.x), py = sy(p.y), w = textWidth(p.label, 10), h = 12;
+      for (var c = 0; c < CANDIDATES.length; c++) {
+        var dx = CANDIDATES[c][0], dy = CANDIDATES[c][1], anchor = CANDIDATES[c][2];
+        var bx = anchor === "start" ? px + dx : anchor === "end" ? px + dx - w : px - w / 2;
+        var b = { x0: bx - 1, y0: py + dy - h + 2, x1: bx + w + 1, y1: py + dy + 3 };
+        if (free(b)) {
+          svgText(root, px + dx, py + dy, p.label, { "font-size": 10, "text-anchor": anchor, "class": "point-label" });
+          boxes.push(b);
+          return;
+        }
+      }
+      // nowhere free: the point keeps its hover text, and the table under the plot has every value
+    });
+
+    items.forEach(function (it) {
+      if (it.group != null) {
+        marker(root, GROUP_SHAPES[it.group % GROUP_SHAPES.length], it.x + 6, it.y - 4, GROUP_COLOURS[it.group % GROUP_COLOURS.length]);
+        svgText(root, it.x + 16, it.y, it.text, { "font-size": 12 });
+      } else {
+        svgText(root, it.x, it.y, it.text, { "font-size": 13, "font-weight": 700 });
       }
     });
-    var ly = T + 4;
-    if (groups.length > 1 || groups[0]) {
-      groups.forEach(function (g, gi) {
-        marker(root, GROUP_SHAPES[gi % GROUP_SHAPES.length], L + pw + 18, ly + 6, GROUP_COLOURS[gi % GROUP_COLOURS.length]);
-        svgText(root, L + pw + 30, ly + 10, g, { "font-size": 12 });
-        ly += 20;
-      });
-    }
-    var r = spec.r;
-    if (r == null && spec.showR !== false) {
-      r = pearson(pts.map(function (p) { return +p.x; }), pts.map(function (p) { return +p.y; }));
-    }
-    if (spec.showR !== false) {
-      svgText(root, L + pw + 12, ly + 16, "R = " + (r == null ? "\u2014" : Number(r).toFixed(3)), { "font-size": 14, "font-weight": 700 });
-    }
     figure.insertBefore(root, figure.firstChild);
   }
 
   var CHARTS = { heatmap: heatmap, gridmap: gridmap, scatter: scatter };
 
+  function drawChart(fig) {
+    var spec = readJSON(fig.getAttribute("data-src"));
+    var draw = CHARTS[fig.getAttribute("data-chart")];
+    if (!spec || !draw) { return; }
+    Array.prototype.forEach.call(fig.querySelectorAll("svg, .chart-empty"), function (old) { old.remove(); });
+    draw(fig, spec);
+    fig.setAttribute("data-chart-done", String(availableWidth(fig)));
+  }
+
   function initCharts(scope) {
     Array.prototype.forEach.call(scope.querySelectorAll("[data-chart]"), function (fig) {
-      if (fig.getAttribute("data-chart-done")) { return; }
-      var spec = readJSON(fig.getAttribute("data-src"));
-      var draw = CHARTS[fig.getAttribute("data-chart")];
-      if (!spec || !draw) { return; }
-      draw(fig, spec);
-      fig.setAttribute("data-chart-done", "1");
+      if (!fig.getAttribute("data-chart-done")) { drawChart(fig); }
     });
   }
+
+  // Charts are drawn at their column's width: draw them again when that width changes.
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(function () {
+      Array.prototype.forEach.call(document.querySelectorAll("[data-chart][data-chart-done]"), function (fig) {
+        if (fig.getAttribute("data-chart-done") !== String(availableWidth(fig))) { drawChart(fig); }
+      });
+    }, 150);
+  });
 
   /* ------------------------------------------------------------ sorting */
 

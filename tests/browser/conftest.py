@@ -76,6 +76,27 @@ def shot():
     return take
 
 
+#: The README's three pictures (leaderboard, team dashboard during scoring, attack matrix) are taken by
+#: the suite: ``SCREENSHOT_README=1 .venv/bin/pytest tests/browser`` refreshes ``docs/*.png``.
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture
+def readme_shot():
+    """``readme_shot(page, name, clip=None)``: a viewport screenshot ``readme-name.png`` in the screenshot
+    folder, and ``docs/name.png`` when ``SCREENSHOT_README=1``."""
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+
+    def take(page, name: str, clip: dict | None = None) -> Path:
+        path = SCREENSHOT_DIR / f"readme-{name}.png"
+        page.screenshot(path=str(path), clip=clip)
+        if os.environ.get("SCREENSHOT_README") == "1":
+            DOCS.mkdir(exist_ok=True)
+            (DOCS / f"{name}.png").write_bytes(path.read_bytes())
+        return path
+    return take
+
+
 @pytest.fixture
 def celery_worker_process(celery_worker):
     """The real Celery worker process (tests/worker.py: SQLite or PostgreSQL,

@@ -10,6 +10,7 @@ import re
 import pytest
 import yaml
 
+from tests.browser.layout import chart_problems, overflow_problems
 from tests.contest.conftest import anonymize_csv, contest_spec
 from tests.worker import wait_for_jobs
 
@@ -40,7 +41,7 @@ def login(page, base, username, password):
     page.wait_for_load_state()
 
 
-def test_whole_round_in_the_browser(live_server, celery_worker_process, browser, shot, tmp_path):
+def test_whole_round_in_the_browser(live_server, celery_worker_process, browser, shot, readme_shot, tmp_path):
     from django.contrib.auth import get_user_model
 
     from contest.models import AnonymizedSet, Contest, Dataset, Job
@@ -103,6 +104,11 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     card.locator("input[type=file]").set_input_files(str(good))
     card.get_by_role("button", name="Upload").click()
     result = alpha.locator(f"#result-ds-{ds.pk}")
+    # the README's "team dashboard during scoring": the answer of the upload itself is still pending
+    result.locator(".live-status").first.wait_for()
+    if result.locator(".badge", has_text=SCORED).count() == 0:
+        card.scroll_into_view_if_needed()
+        readme_shot(alpha, "team-dashboard-scoring")
     result.locator(".badge", has_text=SCORED).first.wait_for(timeout=120_000)
     text = result.inner_text()
     assert "s_U" in text and re.search(r"s_U = 0\.\d{4}|s_U = 1\.0000", text), text
@@ -138,6 +144,25 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     history.locator("tr", has_text="#2").locator(".badge", has_text="rejected").wait_for(timeout=30_000)
     assert "1 of 10 uploads used" in alpha.locator(f"#counter-ds-{ds.pk}").inner_text()
     assert "validating and scoring" not in card.inner_text()
+    # errors a person can act on: a binary file is named as such, once, escaped once
+    binary = tmp_path / "photo.csv"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    card.locator("input[type=file]").set_input_files(str(binary))
+    card.get_by_role("button", name="Upload").click()
+    result.locator(".issues", has_text="not a text/CSV file").wait_for(timeout=120_000)
+    issues = result.locator(".issues").inner_text()
+    assert issues.count("not a text/CSV file") == 1 and issues.count("\\x89PNG") == 1, issues
+    assert "\\\\x89" not in issues and "\ufffd" not in issues, issues  # no second escaping, no missing glyphs
+    assert not overflow_problems(alpha, strict=False)
+    # an empty file is called empty, as the widget says "Chosen: empty.csv (0 B)"
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    card.locator("input[type=file]").set_input_files(str(empty))
+    assert "empty.csv (0 B)" in card.locator(".dz-file").inner_text()
+    card.get_by_role("button", name="Upload").click()
+    result.locator(".msg-error", has_text="is empty (0 bytes)").wait_for()
+    assert "Choose a file" not in card.inner_text()
+    assert card.inner_text().count("is empty (0 bytes)") == 1
     # drag and drop: a file dropped on the TRP drop zone is uploaded the same way
     ds2 = Dataset.objects.get(round__contest=contest, team__number=1, challenge=2)
     dropped = anonymize_csv(ds2, "A1-none").decode()
@@ -220,9 +245,27 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     beta.locator(f"#result-ps-{target.pk} .badge", has_text=re.compile(r"^\s*scored\s*$")).wait_for(timeout=120_000)
     attack = target.attacks.get()
     assert f"s_I = {attack.score:.4f}" in beta.locator(f"#result-ps-{target.pk}").inner_text()
+    # a rejected attack: its error box reads as a sentence, even on a phone (checked below)
+    row.get_by_label("Attack", exact=True).select_option("etable")
+    bad_etable = tmp_path / "etable_bad.csv"
+    bad_etable.write_text("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set)) + "0\n")
+    row.locator("input[type=file]").set_input_files(str(bad_etable))
+    row.get_by_role("button", name=re.compile("Upload")).click()
+    beta.locator(f"#target-{target.pk} .issues li").first.wait_for(timeout=120_000)
+    assert "etables left" in beta.content() and beta.locator(f"#target-{target.pk} td.num").first.inner_text() == "1"
     shot(beta, "team-attack-scored")
     wait_for_jobs(contest, timeout=120)
 
+    # a second round, not played yet: its tabs and an honest "not played yet" on the plots
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from contest.services.setup import add_round
+    later = timezone.now() + timedelta(days=30)
+    add_round(contest, name="Round two", weight=1.0, ref_days=2, org_days=2,
+              phases={"anonymization": (later, later + timedelta(days=1)),
+                      "attack": (later + timedelta(days=1), later + timedelta(days=2))})
     org.goto(f"{base}/console/web/")
     org.once("dialog", lambda d: d.accept())
     org.get_by_role("button", name="Publish results").click()
@@ -254,9 +297,11 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert pub.locator("#leaderboard th[aria-sort]").count() == 1
     assert_labelled(pub)
     shot(pub, "public-leaderboard")
+    readme_shot(pub, "leaderboard")
     pub.goto(f"{base}/c/web/attack-matrix/")
     pub.locator("figure[data-chart=heatmap] svg").first.wait_for()
     shot(pub, "public-attack-matrix")
+    readme_shot(pub, "attack-matrix")
     pub.goto(f"{base}/c/web/awards/")
     shot(pub, "public-awards")
     pub.goto(f"{base}/c/web/plots/")
@@ -295,7 +340,82 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert overflow <= 1, f"the team dashboard scrolls sideways on a phone by {overflow}px: {wide}"
     shot(tp, "phone-team-dashboard")
     ph_team.close()
+    tour(browser, base, shot, rejected_pk=rejected.pk, target_pk=target.pk)
     for c in (ctx, team_ctx, pub_ctx, phone):
         c.close()
     assert not Job.objects.filter(contest=contest, status=Job.FAILED).exists()
 
+
+
+# ------------------------------------------------------------------ the pages at 1280 / 390 px, English / Japanese
+PUBLIC = ["/c/web/", "/c/web/rules/", "/c/web/leaderboard/", "/c/web/leaderboard/?round=total", "/c/web/attack-matrix/",
+          "/c/web/awards/", "/c/web/plots/", "/c/web/plots/?round=2", "/c/web/analyses/", "/"]
+SHOTS = {"/c/web/": "contest", "/c/web/leaderboard/": "leaderboard", "/c/web/attack-matrix/": "attack-matrix",
+         "/c/web/plots/": "plots", "/c/web/team/": "team", "/console/web/": "console"}
+
+
+def tour(browser, base, shot, *, rejected_pk, target_pk):
+    """Every main page at 1280 and 390 px, in English and Japanese: screenshots of the main ones, no
+    sideways scrolling (at 1280 px not even inside tables), no text wider than its box, charts that fill
+    their column with readable labels, and the Japanese interface in Japanese down to validator messages."""
+    for width, lang in ((1280, "en"), (390, "en"), (1280, "ja"), (390, "ja")):
+        phone = width == 390
+        contexts = []
+
+        def context(user=None, password=None, width=width, phone=phone, lang=lang, contexts=contexts):
+            c = browser.new_context(viewport={"width": width, "height": 900 if not phone else 844},
+                                    is_mobile=phone, has_touch=phone)
+            c.add_cookies([{"name": "django_language", "value": lang, "url": base}])
+            contexts.append(c)
+            p = c.new_page()
+            if user:
+                p.goto(f"{base}/login/")
+                p.locator("#id_username").fill(user)
+                p.locator("#id_password").fill(password)
+                p.locator("main form button[type=submit]").click()
+                p.wait_for_load_state()
+            return p
+
+        where = f"{width}px {lang}"
+        pub, team, org = context(), context("beta1", "pw"), context("organizer", PASSWORD)
+        alpha = context("alpha1", "pw")
+        pages = [(pub, u) for u in PUBLIC] + [(team, "/c/web/team/"), (alpha, f"/c/web/team/uploads/{rejected_pk}/"),
+                                              (org, "/console/web/"), (org, "/console/web/jobs/")]
+        for p, url in pages:
+            p.goto(base + url)
+            p.wait_for_load_state("load")
+            assert p.locator("html").get_attribute("lang") == lang, (url, where)
+            problems = overflow_problems(p, strict=not phone)
+            assert not problems, f"{url} at {where}: {problems}"
+            problems = chart_problems(p)
+            assert not problems, f"{url} at {where}: {problems}"
+            if url in SHOTS:
+                shot(p, f"{SHOTS[url]}-{width}-{lang}")
+        # the header leaves room for the page on a phone; the Overall column is on screen
+        if phone:
+            pub.goto(f"{base}/c/web/leaderboard/")
+            header = pub.locator(".site-header").bounding_box()["height"]
+            assert header < 844 / 6, f"the header takes {header}px of an 844px phone screen ({lang})"
+            overall = pub.locator("#leaderboard thead th").nth(2).bounding_box()
+            assert overall["x"] + overall["width"] <= width, f"the Overall column is off-screen ({lang})"
+            # attack error boxes read as sentences, not one word per line
+            team.goto(f"{base}/c/web/team/")
+            heights = team.locator(f"#target-{target_pk} .issues li").evaluate_all(
+                "els => els.map(e => e.getBoundingClientRect().height)")
+            assert heights and max(heights) < 120, f"attack error rows {heights} px tall at {where}"
+        # the attack matrix shows the minimum row its caption promises
+        pub.goto(f"{base}/c/web/attack-matrix/")
+        assert pub.locator("figure[data-chart=heatmap] svg").first.locator("text", has_text=(
+            "Minimum" if lang == "en" else "最小")).count() == 1
+        # a round not played yet says so instead of drawing empty axes
+        pub.goto(f"{base}/c/web/plots/?round=2")
+        assert pub.locator(".chart-empty").first.is_visible() and "R = —" not in pub.inner_text("main")
+        # the team page has round tabs like the public pages
+        assert team.goto(f"{base}/c/web/team/") and team.locator("main nav a[href='?round=2']").count() == 1
+        if lang == "ja":
+            # validator messages in the page's language: the rejected upload of the flow
+            alpha.goto(f"{base}/c/web/team/uploads/{rejected_pk}/")
+            text = alpha.inner_text("main")
+            assert "領域 ID 99999 は 1..1024 の範囲外です" in text, text
+        for c in contexts:
+            c.close()

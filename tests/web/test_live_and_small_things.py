@@ -164,3 +164,39 @@ def test_target_row_state(generated, client_for, django_capture_on_commit_callba
     state = beta.get(f"/c/{contest.slug}/team/targets/{target.pk}/state.json").json()
     assert state["finished"] is True and "s_I = " in state["html"]
     assert "<td class=\"num\">1</td>" in state["html"]  # one etable left of two
+
+
+# ------------------------------------------------------------------ validator messages in the page language
+def test_every_validator_message_has_a_japanese_translation_with_the_same_placeholders():
+    import string
+
+    from django.utils import translation
+
+    from contest.web.i18n import _ensure_catalog
+    from scoring.errors import MESSAGES
+
+    def names(template):
+        return sorted(f for _t, f, _s, _c in string.Formatter().parse(template) if f)
+
+    _ensure_catalog("ja")
+    with translation.override("ja"):
+        for code, english in MESSAGES.items():
+            japanese = translation.gettext(english)
+            assert japanese != english, f"{code} is not translated"
+            assert names(japanese) == names(english), code
+
+
+def test_a_binary_upload_is_named_once_and_shown_in_the_page_language(generated, client_for,
+                                                                     django_capture_on_commit_callbacks):
+    contest = generated
+    alpha = client_for("alpha1")
+    ds = _ds(contest, 1, 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        r = _upload(alpha, contest, ds, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    aset = AnonymizedSet.objects.get(dataset=ds)
+    assert aset.status == AnonymizedSet.REJECTED and aset.errors[0]["code"] == "not_text"
+    html = alpha.get(r["Location"]).content.decode()
+    assert html.count("not a text/CSV file") == 1 and html.count("\\x89PNG") == 1 and "\\\\x89" not in html
+    alpha.cookies["django_language"] = "ja"
+    html = alpha.get(r["Location"]).content.decode()
+    assert "テキスト/CSV ファイルではありません" in html and "not a text/CSV file" not in html
