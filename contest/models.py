@@ -250,6 +250,9 @@ class Dataset(models.Model):
     challenge = models.PositiveSmallIntegerField(choices=CHALLENGES)
     reference = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
     original = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
+    # Figure computed by a job, read by the team's map page (which never parses a trace file):
+    # scoring.analyses.population_counts of O, (S, M) float32 .npy.
+    population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     seed = models.BigIntegerField()
     generator = models.CharField(max_length=100, help_text="synthesizer name and version")
     created_at = models.DateTimeField(default=timezone.now)
@@ -287,6 +290,8 @@ class AnonymizedSet(models.Model):
     final = models.BooleanField(default=False, help_text="frozen as the final set at phase close")
     uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    # population_counts of the upload, stored by the scoring job (see Dataset.population).
+    population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -100,8 +100,8 @@ def _check_aligned(original: Traces, anonymized: AnonymizedTraces) -> None:
 # --------------------------------------------------------------------------
 # population distributions and TP-TV
 # --------------------------------------------------------------------------
-def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
-    """Per slot-of-day population distribution.
+def population_counts(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
+    """Per slot-of-day population mass, unnormalised: the one population count of the platform.
 
     Args:
         grid: the contest grid (M regions).
@@ -109,9 +109,9 @@ def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
         slots_per_day: S.
 
     Returns:
-        (S, M) float64; row s is the distribution over regions of the events
-        at slot s of any day, normalised to sum 1 (all-zero if the slot has no
-        mass). Single region 1, generalized set 1/|G| per member, deletion 0.
+        (S, M) float64; entry (s, r) is the mass of the events at slot s of any
+        day in region r: a single region counts 1, a generalized set 1/|G| per
+        member, a deletion 0. ``.sum(axis=0)`` is the whole day's mass.
     """
     anon = _as_anonymized(traces, grid.M)
     slot = slot_of_day(anon.time_ids, slots_per_day)
@@ -119,7 +119,13 @@ def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
     rows = np.broadcast_to(slot, (m, L)).ravel()
     cols = anon.events.ravel().astype(np.int64)
     counts = sp.csr_matrix((np.ones(m * L), (rows, cols)), shape=(slots_per_day, anon.sets.n_sets))
-    pop = np.asarray((counts @ set_weights(anon.sets)).todense())
+    return np.asarray((counts @ set_weights(anon.sets)).todense())
+
+
+def population(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
+    """Per slot-of-day population distribution: :func:`population_counts` with each row
+    normalised to sum 1 (all-zero if the slot has no mass). (S, M) float64."""
+    pop = population_counts(grid, traces, slots_per_day)
     total = pop.sum(axis=1, keepdims=True)
     np.divide(pop, total, out=pop, where=total > 0)
     return pop

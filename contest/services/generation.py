@@ -35,7 +35,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import audit, data, jobs, storage
+from contest.services import audit, data, figures, jobs, storage
 
 CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
 
@@ -162,10 +162,12 @@ def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
                 with transaction.atomic():
                     ref = storage.store_bytes((out / s["reftraces"]).read_bytes(), s["reftraces"])
                     org = storage.store_bytes((out / s["orgtraces"]).read_bytes(), s["orgtraces"])
-                    Dataset.objects.create(round=round_, kind=kind, number=number, challenge=d,
-                                           team=teams.get(number) if kind == Dataset.TEAM else None,
-                                           reference=ref, original=org, seed=int(manifest.get("seed", 0)),
-                                           generator=generator)
+                    ds = Dataset.objects.create(round=round_, kind=kind, number=number, challenge=d,
+                                                team=teams.get(number) if kind == Dataset.TEAM else None,
+                                                reference=ref, original=org, seed=int(manifest.get("seed", 0)),
+                                                generator=generator)
+                    if kind == Dataset.TEAM:  # the team's map page shows O's population from the start
+                        figures.store_dataset_population(ds)
             except IntegrityError:
                 pass  # created concurrently by a duplicate delivery
     datasets = list(Dataset.objects.filter(round=round_))

@@ -31,7 +31,7 @@ from contest.models import (
     Round,
     Score,
 )
-from contest.services import analyses, audit, jobs
+from contest.services import analyses, audit, jobs, samples
 from scoring.results import (
     BEST_ANONYMIZER,
     BEST_ANONYMIZER_REID,
@@ -131,6 +131,7 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
     payload["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
     payload["contest"] = contest.slug
     payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
+    payload["sample_anonymizers"] = samples.for_snapshot(contest)  # paper Fig. 8, per round
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():

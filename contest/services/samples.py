@@ -6,26 +6,24 @@ the contest with the sample set's reference traces R, exactly as the judge
 attacks a team's set; s_I,min and s_T,min are the minima over those attacks.
 Everything is deterministic given the contest's seed.
 
-Where this runs (decision, until the core has a job for it): the plots page
-computes it on first view and caches it (Django's cache, keyed by the
-sample file's SHA-256, the configuration and the seed), and only for sets up
-to ``MAX_EVENTS`` events so that a page view stays within seconds; larger
-contests show the figure once a job stores ``sample_anonymizers`` in the
-results snapshot (the page reads that first).
+Where this runs: in the results job (:func:`for_snapshot`, called by
+``contest.services.results.snapshot``), which stores it in the snapshot under
+``"sample_anonymizers"``; the plots page only reads it (a page never runs an
+algorithm).
 """
 from __future__ import annotations
 
-import hashlib
-import json
+import logging
 
-from django.core.cache import cache
-
+from contest.models import Dataset
 from contest.services import data
 from scoring.algorithms.registry import get
 from scoring.pseudonymize import pseudonymize
 from scoring.scores import utility
 from scoring.seeds import derived_seed
 from scoring.vocabulary import AttackKind
+
+log = logging.getLogger(__name__)
 
 #: (label as in the paper's Fig. 8, registered anonymizer, parameters)
 DEFAULT_SAMPLE_ANONYMIZERS = (
@@ -39,9 +37,6 @@ DEFAULT_SAMPLE_ANONYMIZERS = (
     ("Cheat(0.5)", "A5-YA", {"p": 0.5}),
     ("Cheat(1)", "A5-YA", {"p": 1.0}),
 )
-
-#: Largest sample set (users x original slots) evaluated while a page is served.
-MAX_EVENTS = 60_000
 
 
 def _seed(contest_seed: int, label: str, what: str) -> int:
@@ -79,27 +74,27 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
     return out
 
 
-def sample_anonymizers_for(contest, round_number: int | None) -> list[dict] | None:
-    """Fig. 8 data for the round's first sample set: cached, or computed when small enough; else None."""
-    from contest.models import Dataset
-
-    qs = Dataset.objects.filter(round__contest=contest, kind=Dataset.SAMPLE).select_related("reference", "original",
-                                                                                             "round")
-    if round_number is not None:
-        qs = qs.filter(round__number=round_number)
-    dataset = qs.order_by("round__number", "number", "challenge").first()
+def sample_anonymizers_for(contest, round_number: int) -> list[dict] | None:
+    """Fig. 8 data for the round's first sample set (None: the round has no sample set)."""
+    dataset = (Dataset.objects.filter(round__contest=contest, round__number=round_number, kind=Dataset.SAMPLE)
+               .select_related("reference", "original", "round").order_by("number", "challenge").first())
     if dataset is None:
         return None
-    config = json.dumps([DEFAULT_SAMPLE_ANONYMIZERS, contest.judge_attacks, contest.seed, contest.utility_convention,
-                         contest.lambda_u, contest.lambda_t, contest.hospital_weight], sort_keys=True)
-    key = "tracecup-fig8-" + hashlib.sha256(
-        f"{dataset.original.sha256}:{dataset.reference.sha256}:{config}".encode()).hexdigest()
-    found = cache.get(key)
-    if found is not None:
-        return found
-    axis = dataset.round.time_axis()
-    if contest.users_per_set * axis.slots_per_day * axis.org_days > MAX_EVENTS:
-        return None
-    result = evaluate_sample_anonymizers(contest, dataset)
-    cache.set(key, result, timeout=None)
-    return result
+    return evaluate_sample_anonymizers(contest, dataset)
+
+
+def for_snapshot(contest) -> dict:
+    """``{"<round>": [row, ...]}`` of every round with a sample set, for the results snapshot.
+
+    A failure is recorded, not raised (as for the analyses), so the results are never held back.
+    """
+    out = {}
+    try:
+        for number in contest.rounds.order_by("number").values_list("number", flat=True):
+            rows = sample_anonymizers_for(contest, number)
+            if rows is not None:
+                out[str(number)] = rows
+    except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored
+        log.exception("sample anonymizers of contest %s failed", contest.slug)
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return out

@@ -73,8 +73,9 @@ def _files_of(contest) -> list:
     for r in m.Round.objects.filter(contest=contest):
         refs.update(x for x in (r.model_file_id, r.info_region_id, r.info_time_id) if x)
     for d in m.Dataset.objects.filter(round__contest=contest):
-        refs.update((d.reference_id, d.original_id))
-    refs.update(m.AnonymizedSet.objects.filter(dataset__round__contest=contest).values_list("file_id", flat=True))
+        refs.update(x for x in (d.reference_id, d.original_id, d.population_id) if x)
+    for a in m.AnonymizedSet.objects.filter(dataset__round__contest=contest).values("file_id", "population_id"):
+        refs.update(x for x in a.values() if x)
     for p in m.PublicSet.objects.filter(dataset__round__contest=contest):
         refs.update((p.pubtraces_id, p.ptable_id))
     refs.update(m.Attack.objects.filter(attacker__contest=contest).values_list("file_id", flat=True))

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
-from contest.services import audit, data, jobs, storage
+from contest.services import audit, data, figures, jobs, storage
 from scoring.errors import ValidationError
 from scoring.scores import utility
 from scoring.vocabulary import AttackKind, ScoreKind
@@ -143,6 +143,9 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
         return _set_rejected(aset, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
     s_u = float(utility(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u))
     valid = s_u >= contest.s_req
+    # The map page's figures, while the files are parsed anyway (the page never parses them).
+    figures.store_dataset_population(dataset, truth)
+    figures.store_set_population(aset, anon)
     with transaction.atomic():
         Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY, current=True).update(current=False)
         Score.objects.create(dataset=dataset, metric=Score.UTILITY, value=s_u, anonymized_set=aset)

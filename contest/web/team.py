@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
-from contest.services import storage, uploads
+from contest.services import figures, storage, uploads
 
 from . import access
 from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page
@@ -66,16 +66,32 @@ def _content_type(name: str) -> str:
 
 
 # ---------------------------------------------------------------- dashboard
-def _upload_state(aset: AnonymizedSet) -> dict:
-    job = (Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk)
-           .order_by("-created_at", "-id").first())
+_SCORING_JOB = {AnonymizedSet: ("score_anonymized", "anonymized_set_id"), Attack: ("score_attack", "attack_id")}
+
+
+def _latest_jobs(model, ids) -> dict:
+    """The latest scoring job of each upload (``model`` AnonymizedSet or Attack) by id: one query,
+    however many uploads, so the dashboard's query count does not grow with them."""
+    kind, key = _SCORING_JOB[model]
+    latest = {}
+    if ids:
+        for job in Job.objects.filter(kind=kind, **{f"args__{key}__in": list(ids)}).order_by("created_at", "id"):
+            latest[job.args.get(key)] = job  # later jobs overwrite earlier ones
+    return latest
+
+
+def _upload_state(aset: AnonymizedSet, job: Job | None = None, *, looked_up: bool = False) -> dict:
+    """Status of one upload and its scoring job (``looked_up``: ``job`` came from :func:`_latest_jobs`)."""
+    if not looked_up:
+        job = _latest_jobs(AnonymizedSet, [aset.pk]).get(aset.pk)
     failed = job is not None and job.status == Job.FAILED
     finished = aset.status != AnonymizedSet.PENDING or failed
     return {"aset": aset, "job": job, "failed": failed, "finished": finished, "issues": issue_rows(aset.errors)}
 
 
-def _attack_state(attack: Attack) -> dict:
-    job = Job.objects.filter(kind="score_attack", args__attack_id=attack.pk).order_by("-created_at", "-id").first()
+def _attack_state(attack: Attack, job: Job | None = None, *, looked_up: bool = False) -> dict:
+    if not looked_up:
+        job = _latest_jobs(Attack, [attack.pk]).get(attack.pk)
     failed = job is not None and job.status == Job.FAILED
     return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed,
             "issues": issue_rows(attack.errors)}
@@ -96,7 +112,8 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
     # the set that counts if the phase closed now: frozen > chosen > latest valid (SPEC 8.3)
     current_final = final or selected or default_final
-    states = [_upload_state(s) for s in sets]
+    job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
+    states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
     return {
         "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
         "uploads": states, "counted": counted, "pending": any(not u["finished"] for u in states),
@@ -109,18 +126,23 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     }
 
 
-def _target_block(contest, team, ps: PublicSet, attack_open: bool) -> dict:
+def _target_block(contest, team, ps: PublicSet, attack_open: bool, attacks=None, job_of=None) -> dict:
     """One attack target of the dashboard: attempts left, best scores and the team's attacks on ``ps``.
 
     Rendered on the dashboard and, live, by :func:`target_state` (``web/_target_row.html``).
+    The dashboard passes ``attacks`` (the team's on ``ps``, by kind and seq) and their latest
+    jobs ``job_of``, looked up once for every target of the round.
     """
     is_own = ps.dataset.team_id == team.pk
-    attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
+    if attacks is None:
+        attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
+    if job_of is None:
+        job_of = _latest_jobs(Attack, [a.pk for a in attacks])
     counts = {k: sum(1 for a in attacks if a.kind == k and uploads.counts_towards_limit(a))
               for k in (Attack.ETABLE, Attack.ETRACES)}
     best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
             for k in (Attack.ETABLE, Attack.ETRACES)}
-    states = [_attack_state(a) for a in attacks]
+    states = [_attack_state(a, job_of.get(a.pk), looked_up=True) for a in attacks]
     return {
         "ps": ps, "label": _target_label(ps), "is_own": is_own,
         "attacks": states, "pending": any(not a["finished"] for a in states),
@@ -146,7 +168,9 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
                    .order_by("number", "challenge"))
     targets = []
     if closed:
-        targets = [_target_block(contest, team, ps, attack_open)
+        mine = list(Attack.objects.filter(attacker=team, target__dataset__round=round_).order_by("kind", "seq"))
+        job_of = _latest_jobs(Attack, [a.pk for a in mine])
+        targets = [_target_block(contest, team, ps, attack_open, [a for a in mine if a.target_id == ps.pk], job_of)
                    for ps in (PublicSet.objects.filter(dataset__round=round_)
                               .select_related("dataset", "dataset__team", "pubtraces", "dataset__reference")
                               .order_by("dataset__number", "dataset__challenge"))]
@@ -425,46 +449,32 @@ def attack_material(request, slug, round_number):
 
 
 # ---------------------------------------------------------------- map of one's own data
-def population_shares(grid, traces_or_anon, slot_mask=None) -> np.ndarray:
-    """Population over the regions, normalised to sum 1 (SPEC 13).
-
-    A single region counts 1, a generalized set counts 1/|G| for each member,
-    a deletion counts nothing. ``slot_mask`` (L,) bool restricts the time
-    columns. Returns (M,) float64.
-    """
-    M = grid.M
-    if hasattr(traces_or_anon, "events"):
-        events = traces_or_anon.events if slot_mask is None else traces_or_anon.events[:, slot_mask]
-        table = traces_or_anon.sets
-        per_set = np.bincount(events.ravel(), minlength=table.n_sets).astype(np.float64)
-        sizes = table.sizes.astype(np.float64)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            weight = np.where(sizes > 0, per_set / np.maximum(sizes, 1), 0.0)
-        counts = np.bincount(table.members, weights=np.repeat(weight, table.sizes), minlength=M)[:M]
-    else:
-        regions = traces_or_anon.regions if slot_mask is None else traces_or_anon.regions[:, slot_mask]
-        counts = np.bincount(regions.ravel(), minlength=M)[:M].astype(np.float64)
-    total = counts.sum()
-    return counts / total if total > 0 else counts
+def _shares(counts: np.ndarray, slot: int | None) -> np.ndarray:
+    """(M,) population shares of a stored ``population_counts`` figure (S, M): one slot of the day
+    or (None) the whole day, normalised to sum 1 (all zero without mass)."""
+    row = counts.sum(axis=0) if slot is None else counts[slot]
+    total = row.sum()
+    return row / total if total > 0 else row
 
 
 @login_required
 def data_map(request, slug, dataset_id):
-    """Population heatmaps of the team's original traces and of one of its anonymized uploads."""
-    from contest.services import data
+    """Population heatmaps of the team's original traces and of one of its anonymized uploads.
 
+    Reads the figures the generation and scoring jobs stored (``contest.services.figures``):
+    this request parses no trace file, whatever the upload's size.
+    """
     contest = get_contest(slug)
-    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "original"), pk=dataset_id,
-                                round__contest=contest)
+    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "population"),
+                                pk=dataset_id, round__contest=contest)
     access.require(permissions.can_read_dataset_file(request.user, dataset, "original"))
     if dataset.kind != Dataset.TEAM or not (access.is_organizer(request.user, contest)
                                             or permissions.is_member(request.user, dataset.team)):
         access.require(permissions.deny(_("The map shows a team's own data only.")))
     grid = contest.grid()
-    truth = data.traces(dataset.original, grid)
     candidates = list(AnonymizedSet.objects.filter(dataset=dataset).exclude(status__in=(AnonymizedSet.REJECTED,
                                                                                          AnonymizedSet.PENDING))
-                      .order_by("-seq"))
+                      .select_related("population").order_by("-seq"))
     chosen = None
     if request.GET.get("upload"):
         chosen = next((a for a in candidates if str(a.pk) == request.GET["upload"]), None)
@@ -472,20 +482,23 @@ def data_map(request, slug, dataset_id):
         chosen = next((a for a in candidates if a.selected), None) or (candidates[0] if candidates else None)
     axis = dataset.round.time_axis()
     slots = axis.slots_per_day
-    org_ids = axis.org_time_ids()
-    slot_of_day = axis.slot_of_day(org_ids)
     slot = request.GET.get("slot", "all")
-    mask = None
+    slot_index = None
     if slot != "all":
         try:
-            mask = np.asarray(slot_of_day) == int(slot)
+            slot_index = int(slot)
         except ValueError:
             slot = "all"
-    orig = population_shares(grid, truth, mask)
+        else:
+            if not 0 <= slot_index < slots:
+                slot, slot_index = "all", None
+    if dataset.population is None:  # generated before the figure was stored; the next scoring stores it
+        orig = np.zeros(grid.M)
+    else:
+        orig = _shares(figures.read_population(dataset.population), slot_index)
     anon = None
-    if chosen is not None:
-        csv = storage.read_csv_bytes(chosen.file, contest.upload_size_limit)
-        anon = population_shares(grid, data.anotraces(csv, grid, truth), mask)
+    if chosen is not None and chosen.population is not None:
+        anon = _shares(figures.read_population(chosen.population), slot_index)
     vmax = float(max(orig.max(), anon.max() if anon is not None else 0.0)) or 1.0
     hospitals = list(grid.hospitals)
     maps = [{"id": "map-original", "title": _("Original traces O"),

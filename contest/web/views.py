@@ -298,11 +298,9 @@ def plots(request, slug):
     r = None if math.isnan(r) else r  # fewer than two sets, or one score constant
     fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
-    # Paper Fig. 8: the sample anonymizers, when the judge evaluated them.
-    samples = rv.data.get("sample_anonymizers")
-    if samples is None:
-        from contest.services.samples import sample_anonymizers_for
-        samples = sample_anonymizers_for(contest, choice) or []
+    # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
+    # before the job stored them per round has none: the figure is then empty).
+    samples = (rv.data.get("sample_anonymizers") or {}).get(str(choice)) or []
     fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": s.get("label") or s.get("algorithm", ""),
                     "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}
                    for s in samples]

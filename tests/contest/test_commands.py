@@ -61,7 +61,8 @@ def test_export_import_round_trip_byte_for_byte(generated, tmp_path):
 
     d1, f1 = load(first)
     d2, f2 = load(second)
-    assert f1 == f2 and len(f1) == len(d1["files"]) > 20
+    # files are stored once per content (an unobfuscated upload's population figure is O's)
+    assert f1 == f2 and len(f1) == len({f["sha256"] for f in d1["files"]}) > 20
     d2["contest"]["slug"] = "tc"
     a1, a2 = d1.pop("audit"), d2.pop("audit")
     assert d1 == d2

@@ -1,0 +1,71 @@
+"""The team dashboard's query count is pinned and does not grow with the team's uploads.
+
+(It once ran one query per upload and per attack to find each one's scoring job: 74 queries
+for a team with a few dozen uploads. Now every list is fetched once.)
+"""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from contest.models import Dataset, PublicSet
+from contest.services import uploads
+from tests.contest.conftest import anonymize_csv, upload_all_and_close, user
+
+pytestmark = pytest.mark.django_db
+
+#: Queries of one dashboard view (session, user, team, contest state, round, datasets, uploads,
+#: their jobs, public sets, attacks, their jobs, page frame); the same for 1 or 100 uploads.
+MAX_QUERIES = 30
+
+
+def _queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_dashboard_queries_do_not_grow_with_anonymized_uploads(generated, client_for, django_capture_on_commit_callbacks,
+                                                               django_assert_max_num_queries):
+    contest = generated
+    alpha, url = client_for("alpha1"), f"/c/{contest.slug}/team/"
+    ds = {c: Dataset.objects.get(round__contest=contest, number=1, challenge=c) for c in (1, 2)}
+
+    def upload(challenge, seed):
+        with django_capture_on_commit_callbacks(execute=True):
+            uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds[challenge], name="a.csv",
+                                          content=anonymize_csv(ds[challenge], "A3-kRR", seed=seed, eps=8.0))
+
+    upload(1, 1)
+    upload(2, 1)  # one upload in each challenge card
+    few = _queries(alpha, url)
+    for seed in range(2, 6):
+        upload(1, seed)
+        upload(2, seed)
+    with django_assert_max_num_queries(MAX_QUERIES):
+        many = _queries(alpha, url)
+    assert many == few, f"{few} queries with 2 uploads, {many} with 10"
+
+
+def test_dashboard_queries_do_not_grow_with_attacks(generated, client_for, django_capture_on_commit_callbacks,
+                                                    django_assert_max_num_queries):
+    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
+                                   django_capture_on_commit_callbacks)
+    beta, url = client_for("beta1"), f"/c/{contest.slug}/team/"
+    m = contest.users_per_set
+    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, m + 1))).encode()
+    targets = list(PublicSet.objects.filter(dataset__round__contest=contest).exclude(dataset__number=2))
+
+    def attack(ps):
+        with django_capture_on_commit_callbacks(execute=True):
+            uploads.submit_attack(user=user("beta1"), attacker=user("beta1").memberships.get().team, target=ps,
+                                  kind="etable", content=etable, name="etable.csv")
+
+    attack(targets[0])
+    few = _queries(beta, url)
+    for ps in targets:
+        attack(ps)
+    with django_assert_max_num_queries(MAX_QUERIES):
+        many = _queries(beta, url)
+    assert many == few, f"{few} queries with 1 attack, {many} with {1 + len(targets)}"
