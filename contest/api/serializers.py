@@ -177,9 +177,3 @@ class UploadSerializer(serializers.Serializer):
 
 class AttackUploadSerializer(UploadSerializer):
     kind = serializers.ChoiceField(choices=[Attack.ETABLE, Attack.ETRACES])
-
-
-class UploadAcceptedSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    status = serializers.CharField()
-    job = JobSerializer()

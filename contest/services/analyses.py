@@ -37,7 +37,10 @@ import logging
 
 from contest.models import AnonymizedSet, Contest, Dataset, Round
 from contest.services import data, storage
+from contest.services.samples import evaluate_sample_anonymizers
+from scoring.analyses import fairness, reference_baseline, uniform_baseline, utility_analyses
 from scoring.seeds import derived_seed
+from synth.city import CityModel
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +63,6 @@ def poi_regions(contest: Contest):
     """(n_poi,) 0-based region of every POI of the contest's city model, or None without one."""
     if contest.synthesizer not in ("ppmtf", "city"):
         return None
-    from synth.city import CityModel
 
     grid = contest.grid()
     seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
@@ -75,7 +77,6 @@ def _uniform_seed(contest_seed: int, dataset: Dataset) -> int:
 
 
 def _figures(grid, original, anonymized, slots, pois) -> dict:
-    from scoring.analyses import utility_analyses
 
     out = utility_analyses(grid, original, anonymized, slots, pois,
                            n_projections=N_PROJECTIONS, seed=PROJECTION_SEED)
@@ -85,7 +86,6 @@ def _figures(grid, original, anonymized, slots, pois) -> dict:
 
 def dataset_baselines(contest: Contest, dataset: Dataset, pois=None) -> dict:
     """The three figures of the two baselines of ``dataset``: ``{"reference": {...}, "uniform": {...}}``."""
-    from scoring.analyses import reference_baseline, uniform_baseline
 
     grid = contest.grid()
     slots = contest.slots_per_day
@@ -126,8 +126,6 @@ def utility_rows(contest: Contest, round_: Round, pois=None) -> list[dict]:
 
 def fairness_rows(contest: Contest, round_: Round, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
     """Per challenge and fixed sample anonymizer: SD over teams of s_I,min and s_T,min (paper Appendix E)."""
-    from contest.services.samples import evaluate_sample_anonymizers
-    from scoring.analyses import fairness
 
     out = []
     datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)

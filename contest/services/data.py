@@ -8,11 +8,11 @@ batch of attacks re-reads the same original traces many times.
 """
 from __future__ import annotations
 
-import io
 from collections import OrderedDict
 
 from contest.models import StoredFile
 from contest.services import storage
+from scoring import io as sio
 from scoring.scores import attack_score
 from scoring.vocabulary import AttackKind
 
@@ -33,75 +33,52 @@ def _cached(key, build):
 
 def traces(stored: StoredFile, grid):
     """Reference/original traces of a generated dataset file -> ``scoring.traces.Traces``."""
-    from scoring import io as sio
     return _cached(("traces", stored.sha256, grid), lambda: sio.read_traces(storage.read_csv_bytes(stored), grid))
 
 
 def pubtraces(stored: StoredFile, grid):
-    from scoring import io as sio
     return _cached(("pub", stored.sha256, grid), lambda: sio.read_pubtraces(storage.read_csv_bytes(stored), grid))
 
 
 def ptable(stored: StoredFile):
     """(pse_ids, user_ids) of an ID table, sorted by pseudonym."""
-    from scoring import io as sio
     return sio.read_ptable(storage.read_csv_bytes(stored))
 
 
 def _limit(max_bytes):
-    from scoring import io as sio
     return max(int(max_bytes), sio.DEFAULT_MAX_BYTES) if max_bytes else sio.DEFAULT_MAX_BYTES
 
 
 def anotraces(csv_bytes: bytes, grid, truth, max_bytes: int | None = None):
-    from scoring import io as sio
     return sio.read_anotraces(csv_bytes, grid, truth, max_bytes=_limit(max_bytes))
 
 
 def etable(csv_bytes: bytes, n_pseudonyms: int, m: int, max_bytes: int | None = None):
-    from scoring import io as sio
     return sio.read_etable(csv_bytes, n_pseudonyms, m, max_bytes=_limit(max_bytes))
 
 
 def etraces(csv_bytes: bytes, grid, truth, max_bytes: int | None = None):
-    from scoring import io as sio
     return sio.read_etraces(csv_bytes, grid, truth, max_bytes=_limit(max_bytes))
 
 
-def _write(writer, *args) -> bytes:
-    buf = io.BytesIO()
-    writer(*args, buf)
-    return buf.getvalue()
-
-
 def traces_csv(tr) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_traces, tr)
+    return sio.to_bytes(sio.write_traces, tr)
 
 
 def anotraces_csv(anon) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_anotraces, anon)
+    return sio.to_bytes(sio.write_anotraces, anon)
 
 
 def pubtraces_csv(anon) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_pubtraces, anon)
-
-
-def ptable_csv(pse_ids, user_ids) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_ptable, pse_ids, user_ids)
+    return sio.to_bytes(sio.write_pubtraces, anon)
 
 
 def etable_csv(user_ids) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_etable, user_ids)
+    return sio.to_bytes(sio.write_etable, user_ids)
 
 
 def etraces_csv(tr) -> bytes:
-    from scoring import io as sio
-    return _write(sio.write_etraces, tr)
+    return sio.to_bytes(sio.write_etraces, tr)
 
 
 def secret_truth(public_set, kind: AttackKind) -> dict:

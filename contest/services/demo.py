@@ -24,6 +24,9 @@ from pathlib import Path
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Membership, Phase, PublicSet, Round
 from contest.services import data, judge, results, uploads
+from contest.services.generation import generate_round_data
+from contest.services.setup import create_contest_from_yaml
+from scoring.algorithms.registry import get
 
 DEMO_FILE = Path(__file__).resolve().parents[1] / "demo.yaml"
 DEMO_SLUG = "demo"
@@ -45,8 +48,6 @@ DEMO_ATTACKS = (("I2-VisitProb", Attack.ETABLE), ("T2-VisitProb", Attack.ETRACES
 
 def setup_demo(log=print) -> Contest:
     """Create (if absent) and complete the demo contest; returns it. ``log`` receives progress lines."""
-    from contest.services.generation import generate_round_data
-    from contest.services.setup import create_contest_from_yaml
 
     contest = Contest.objects.filter(slug=DEMO_SLUG).first()
     if contest is None:
@@ -82,7 +83,6 @@ def _during(phase: Phase):
 
 def play_round(rnd: Round, *, log=print) -> None:
     """Upload the demo teams' anonymized sets and attacks for ``rnd`` and run the judge on them."""
-    from scoring.algorithms.registry import get
 
     contest = rnd.contest
     grid = contest.grid()

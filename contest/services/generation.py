@@ -36,6 +36,10 @@ from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
 from contest.services import audit, data, figures, jobs, storage
+from scoring.traces import Traces
+from synth.city import CityModel
+from synth.generate import CONTEST_DEFAULTS, generate_round, train_contest_model
+from synth.ppmtf import PPMTFModel
 
 CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
 
@@ -45,8 +49,6 @@ def _round_seed(round_: Round) -> int:
 
 
 def _train_model(round_: Round, job=None):
-    from synth.generate import CONTEST_DEFAULTS, train_contest_model
-    from synth.ppmtf import PPMTFModel
 
     if round_.model_file_id:
         return PPMTFModel.load(storage.read_bytes(round_.model_file))
@@ -82,7 +84,6 @@ def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
     axis = round_.time_axis()
     seed = _round_seed(round_)
     if contest.synthesizer == "ppmtf":
-        from synth.generate import generate_round
         model = _train_model(round_, job)
 
         def prog(done, total, message):
@@ -99,8 +100,6 @@ def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
 
 
 def _generate_city(round_: Round, out: Path, n_teams: int, seed: int, job=None) -> dict:
-    from scoring.traces import Traces
-    from synth.city import CityModel
 
     contest = round_.contest
     p = contest.synthesizer_params or {}

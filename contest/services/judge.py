@@ -10,10 +10,13 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from contest.models import AnonymizedSet, Dataset, JudgeAttackResult, Phase, PublicSet, Round, Score
+from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import audit, data, jobs, results, storage
+from contest.services.uploads import score_anonymized_set
 from scoring.algorithms.registry import get
+from scoring.pseudonymize import pseudonymize
 from scoring.seeds import derived_seed
+from scoring.traces import AnonymizedTraces
 from scoring.vocabulary import ATTACK_KINDS, AttackKind, ScoreKind
 
 
@@ -38,9 +41,6 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
     Returns the round's public sets. Judge attacks are queued by the job
     wrapper (:func:`close_anonymization_job`).
     """
-    from contest.services.uploads import score_anonymized_set
-    from scoring.pseudonymize import pseudonymize
-    from scoring.traces import AnonymizedTraces
 
     contest = round_.contest
     grid = contest.grid()
@@ -188,7 +188,6 @@ def close_phase_now(phase: Phase, *, user=None):
 def close_due_phases(now=None) -> int:
     """Queue the close of every anonymization phase past its deadline and not yet closed."""
     now = now or timezone.now()
-    from contest.models import Job
     n = 0
     for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
         already = Job.objects.filter(kind="close_anonymization", args__round_id=phase.round_id,

@@ -27,6 +27,7 @@ from contest.models import (
     Contest,
     Dataset,
     JudgeAttackResult,
+    PublicSet,
     ResultsSnapshot,
     Round,
     Score,
@@ -215,7 +216,6 @@ def rescore(contest: Contest, *, user=None, job=None) -> dict:
     for i, a in enumerate(attacks):
         jobs.progress(job, (len(asets) + i) / total, f"re-scoring attack {a.pk}")
         score_attack(a, force=True)
-    from contest.models import PublicSet
     n_judge = 0
     if contest.judge_attacks_enabled:
         for ps in PublicSet.objects.filter(dataset__round__contest=contest):

@@ -48,6 +48,7 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
 from contest.services import audit
+from synth.generate import check_synthesizer_params
 
 SUPPORTED_VERSIONS = (1,)
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
@@ -131,7 +132,6 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise SetupError(f"contest.parameters.time_zone: unknown time zone {params.get('time_zone')!r}") from None
     if "synthesizer_params" in params:
-        from synth.generate import check_synthesizer_params
         problems = check_synthesizer_params(params["synthesizer_params"])
         if problems:
             raise SetupError("; ".join(f"contest.parameters.synthesizer_params.{key}: expected {expected}, "

@@ -35,10 +35,6 @@ def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/
         compressed_size=len(blob), content_type=content_type, uploaded_by=user)
 
 
-def store_text(text: str, name: str, *, user=None) -> StoredFile:
-    return store_bytes(text.encode("utf-8"), name, user=user)
-
-
 def read_bytes(stored: StoredFile) -> bytes:
     """The exact original bytes; verifies the SHA-256 so corruption cannot go unnoticed."""
     data = zlib.decompress(bytes(stored.blob))

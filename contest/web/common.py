@@ -1,22 +1,24 @@
 """Shared helpers of the HTML pages: page context, contest state, results reading, colours.
 
 Reads here are thin functions over the core's models (``contest.models``);
-who may see what is asked of ``contest.web.access`` which defers to the
-core's ``contest.permissions``.
+who may see what is asked of the core's ``contest.permissions`` (the pages
+only turn a denial into a 403: :func:`require`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from contest import permissions
 from contest.models import IDP, Contest, Phase, ResultsSnapshot, Team
+from scoring.errors import MESSAGES
+from scoring.errors import render as render_issue
 from scoring.vocabulary import Challenge
-
-from . import access
 
 CHALLENGE_SHORT = {c: c.name for c in Challenge}
 
@@ -57,7 +59,6 @@ def issue_rows(issues) -> list[dict]:
     ``show_value`` is false when the message already quotes the value, so a
     value is shown once.
     """
-    from scoring.errors import MESSAGES, render
     rows = []
     for i in issues or []:
         if not isinstance(i, dict):  # a scoring.errors.Issue
@@ -67,7 +68,7 @@ def issue_rows(issues) -> list[dict]:
         code = i.get("code")
         if code in MESSAGES:
             try:
-                text = render(_(MESSAGES[code]), i.get("column"), i.get("value"), i.get("params") or {})
+                text = render_issue(_(MESSAGES[code]), i.get("column"), i.get("value"), i.get("params") or {})
             except (KeyError, IndexError, ValueError):  # a translation with a broken placeholder
                 pass
         value = i.get("value")
@@ -86,14 +87,31 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
     ctx["js_strings"] = js_strings()
     if user.is_authenticated:
         ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
-        ctx["is_any_organizer"] = access.is_any_organizer(user)
+        ctx["is_any_organizer"] = is_any_organizer(user)
     else:
         ctx["my_teams"] = []
         ctx["is_any_organizer"] = False
-    ctx["is_contest_organizer"] = bool(contest) and access.is_organizer(user, contest)
+    ctx["is_contest_organizer"] = bool(contest) and permissions.is_organizer(user, contest)
     # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
     with timezone.override(contest.tz if contest else None):
         return render(request, template, ctx, status=status)
+
+
+def require(decision) -> None:
+    """Raise 403 with the core's reason when ``decision`` (a ``contest.permissions`` answer) denies."""
+    if not decision:
+        raise PermissionDenied(getattr(decision, "reason", "") or "not allowed")
+
+
+def require_organizer(user, contest: Contest) -> None:
+    require(permissions.can_manage_contest(user, contest))
+
+
+def is_any_organizer(user) -> bool:
+    """Whether the header shows the console link: a superuser, or an organizer of some contest."""
+    if not (user.is_authenticated and user.is_active):
+        return False
+    return user.is_superuser or Contest.objects.filter(organizers=user).exists()
 
 
 def get_contest(slug: str) -> Contest:
@@ -159,11 +177,11 @@ def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bo
     Returns ``(snapshot, is_preview)``.
     """
     published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
-    if access.is_organizer(user, contest):
+    if permissions.is_organizer(user, contest):
         latest = contest.snapshots.order_by("-created_at", "-id").first()
         if latest is not None and (published is None or latest.pk != published.pk):
             return latest, True
-    if published is not None and access.can_see_results(user, contest):
+    if published is not None and bool(permissions.can_view_results(user, contest)):
         return published, False
     return None, False
 

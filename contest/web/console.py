@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zoneinfo
 from tempfile import SpooledTemporaryFile
 
 from django.contrib import messages
@@ -40,15 +41,16 @@ from contest.models import (
     Team,
 )
 from contest.services import audit, jobs, judge, results, setup, storage, teams
+from contest.services.generation import request_generation
+from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 
-from . import access
-from .common import contest_state, get_contest, page
+from .common import contest_state, get_contest, page, require_organizer
 from .forms import ContestForm, ContestYamlForm, RoundForm, TeamForm
 
 
 def _organizer_contest(request, slug) -> Contest:
     contest = get_contest(slug)
-    access.require_organizer(request.user, contest)
+    require_organizer(request.user, contest)
     return contest
 
 
@@ -57,7 +59,7 @@ def _organizer_contest(request, slug) -> Contest:
 def console_home(request):
     if not permissions.can_create_contest(request.user):
         raise PermissionDenied(_("The organizer console is for organizers."))
-    contests = [c for c in Contest.objects.order_by("-created_at") if access.is_organizer(request.user, c)]
+    contests = [c for c in Contest.objects.order_by("-created_at") if permissions.is_organizer(request.user, c)]
     rows = [{"contest": c, "state": contest_state(c)} for c in contests]
     form = ContestForm(prefix="c")
     round_form = RoundForm(prefix="r", initial={"name": _("Final"), "weight": 1.0})
@@ -66,13 +68,12 @@ def console_home(request):
         if request.POST.get("mode") == "yaml":
             yaml_form = ContestYamlForm(request.POST, request.FILES, prefix="y")
             if yaml_form.is_valid():
-                from contest.services.setup import SetupError, create_contest_from_yaml
                 try:
                     contest = create_contest_from_yaml(yaml_form.yaml_source(), actor=request.user)
                 except (SetupError, ValueError) as exc:
                     yaml_form.add_error(None, str(exc))
                 else:
-                    if not access.is_organizer(request.user, contest):
+                    if not permissions.is_organizer(request.user, contest):
                         contest.organizers.add(request.user)
                     messages.success(request, _("Contest %(name)s created from YAML.") % {"name": contest.name})
                     return redirect("web:console_contest", contest.slug)
@@ -80,7 +81,6 @@ def console_home(request):
             form = ContestForm(request.POST, prefix="c")
             tz_name = request.POST.get("c-time_zone") or "Asia/Tokyo"
             try:
-                import zoneinfo
                 tz = zoneinfo.ZoneInfo(tz_name)
             except Exception:  # the contest form reports the bad zone
                 tz = timezone.get_default_timezone()
@@ -99,7 +99,6 @@ def console_home(request):
 
 def _create_from_forms(user, c: dict, r: dict) -> Contest | None:
     """Build the same spec a YAML file gives and hand it to the core's setup service."""
-    from contest.services.setup import SetupError, create_contest
     params = {k: v for k, v in c.items() if k not in ("name", "slug", "description") and v not in (None, "")}
     spec = {
         "contest": {"slug": c["slug"], "name": c["name"], "description": c.get("description", ""),
@@ -214,7 +213,6 @@ def approve_team(request, slug, team_id):
 @login_required
 @require_POST
 def generate(request, slug, round_id):
-    from contest.services.generation import request_generation
     contest = _organizer_contest(request, slug)
     rnd = get_object_or_404(Round, pk=round_id, contest=contest)
     with transaction.atomic():

@@ -1,6 +1,8 @@
 """HTML forms of the pages. Validation messages are participant-readable and translated."""
 from __future__ import annotations
 
+import zoneinfo
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
@@ -87,7 +89,6 @@ class ContestForm(forms.ModelForm):
         }
 
     def clean_time_zone(self):
-        import zoneinfo
         tz = self.cleaned_data["time_zone"].strip()
         try:
             zoneinfo.ZoneInfo(tz)

@@ -13,6 +13,7 @@ from tempfile import SpooledTemporaryFile
 import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -26,8 +27,7 @@ from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
 from contest.services import figures, storage, uploads
 
-from . import access
-from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page
+from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
 from .forms import AttackUploadForm, UploadForm
 
 
@@ -36,9 +36,8 @@ def _is_ajax(request) -> bool:
 
 
 def _team_or_403(request, contest):
-    team = access.team_of(request.user, contest)
+    team = permissions.team_of(request.user, contest)
     if team is None:
-        from django.core.exceptions import PermissionDenied
         raise PermissionDenied(_("You are not a member of an approved team of this contest."))
     return team
 
@@ -47,7 +46,7 @@ def _team_or_403(request, contest):
 def download(request, file_id):
     """Stream a stored file's exact bytes, if ``contest.permissions`` allows this user to read it."""
     stored = get_object_or_404(StoredFile.objects.defer("blob"), pk=file_id)
-    access.require(permissions.can_read_file(request.user, stored))
+    require(permissions.can_read_file(request.user, stored))
     stored = StoredFile.objects.get(pk=file_id)
     response = StreamingHttpResponse(storage.iter_bytes(stored), content_type=_content_type(stored.name))
     response["Content-Disposition"] = content_disposition_header(True, stored.name)
@@ -209,11 +208,11 @@ def dashboard(request, slug):
     page that says why and links to joining a team (status 403).
     """
     contest = get_contest(slug)
-    team = access.team_of(request.user, contest)
+    team = permissions.team_of(request.user, contest)
     if team is None:
         pending = Team.objects.filter(contest=contest, memberships__user=request.user, approved=False).first()
         return page(request, "web/no_team.html", {"pending_team": pending,
-                                                  "is_organizer": access.is_organizer(request.user, contest)},
+                                                  "is_organizer": permissions.is_organizer(request.user, contest)},
                     contest=contest, nav="team", status=403)
     now = timezone.now()
     state = contest_state(contest, now)
@@ -261,7 +260,7 @@ def _phase_open(round_: Round, kind: str) -> bool:
 def target_state(request, slug, public_set_id):
     """The live row of one attack target (attempts left, best scores, the team's attacks) as ``{finished, html}``."""
     contest, team, target = _attack_target(request, slug, public_set_id)
-    access.require(permissions.can_read_public_set(request.user, target, "pubtraces"))
+    require(permissions.can_read_public_set(request.user, target, "pubtraces"))
     tg = _target_block(contest, team, target, _phase_open(target.dataset.round, Phase.ATTACK))
     html = render_to_string("web/_target_row.html", {"contest": contest, "tg": tg}, request=request)
     return JsonResponse({"finished": not tg["pending"], "html": html})
@@ -321,7 +320,7 @@ def _own_upload(request, slug, upload_id) -> tuple:
     contest = get_contest(slug)
     aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team", "file"),
                              pk=upload_id, dataset__round__contest=contest)
-    access.require(permissions.can_read_anonymized_set(request.user, aset))
+    require(permissions.can_read_anonymized_set(request.user, aset))
     return contest, aset
 
 
@@ -388,7 +387,7 @@ def attack_status(request, slug, attack_id):
     contest = get_contest(slug)
     attack = get_object_or_404(Attack.objects.select_related("attacker", "target__dataset"), pk=attack_id,
                                attacker__contest=contest)
-    access.require(permissions.can_read_attack(request.user, attack))
+    require(permissions.can_read_attack(request.user, attack))
     state = _attack_state(attack)
     html = render_to_string("web/_attack_status.html", {"contest": contest, "state": state}, request=request)
     return JsonResponse({"finished": state["finished"], "status": attack.status, "score": attack.score, "html": html})
@@ -405,7 +404,7 @@ def attack_material(request, slug, round_number):
     """
     contest = get_contest(slug)
     round_ = get_object_or_404(Round, contest=contest, number=round_number)
-    if not access.is_organizer(request.user, contest):
+    if not permissions.is_organizer(request.user, contest):
         _team_or_403(request, contest)
     public_sets = list(PublicSet.objects.filter(dataset__round=round_)
                        .select_related("dataset", "dataset__reference", "pubtraces", "dataset__team")
@@ -414,8 +413,8 @@ def attack_material(request, slug, round_number):
         raise Http404(_("No attack material is published for this round yet."))
     entries = []
     for ps in public_sets:
-        access.require(permissions.can_read_public_set(request.user, ps, "pubtraces"))
-        access.require(permissions.can_read_dataset_file(request.user, ps.dataset, "reference"))
+        require(permissions.can_read_public_set(request.user, ps, "pubtraces"))
+        require(permissions.can_read_dataset_file(request.user, ps.dataset, "reference"))
         entries.append(("pubtraces", ps.dataset, ps.pubtraces))
         entries.append(("reference", ps.dataset, ps.dataset.reference))
     for extra, label in ((round_.info_region, "info_region"), (round_.info_time, "info_time")):
@@ -467,10 +466,10 @@ def data_map(request, slug, dataset_id):
     contest = get_contest(slug)
     dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "population"),
                                 pk=dataset_id, round__contest=contest)
-    access.require(permissions.can_read_dataset_file(request.user, dataset, "original"))
-    if dataset.kind != Dataset.TEAM or not (access.is_organizer(request.user, contest)
+    require(permissions.can_read_dataset_file(request.user, dataset, "original"))
+    if dataset.kind != Dataset.TEAM or not (permissions.is_organizer(request.user, contest)
                                             or permissions.is_member(request.user, dataset.team)):
-        access.require(permissions.deny(_("The map shows a team's own data only.")))
+        require(permissions.deny(_("The map shows a team's own data only.")))
     grid = contest.grid()
     candidates = list(AnonymizedSet.objects.filter(dataset=dataset).exclude(status__in=(AnonymizedSet.REJECTED,
                                                                                          AnonymizedSet.PENDING))

@@ -2,14 +2,16 @@
 
 Results pages show the published snapshot only (embargo, SPEC 8.6); an
 organizer sees the latest snapshot as a marked preview. Every permission
-question goes to ``contest.permissions`` (through ``contest.web.access``).
+question goes to ``contest.permissions`` .
 """
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth import login as auth_login
+from django.contrib.auth import logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseNotAllowed
@@ -17,14 +19,15 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from rest_framework.authtoken.models import Token
 
+from contest import permissions
 from contest.models import IDP, TRP, Contest
 from contest.services import results, teams
 from scoring.analyses import correlation
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
 from scoring.vocabulary import AttackKind
 
-from . import access
 from .common import (
     CHALLENGE_SHORT,
     ResultsView,
@@ -32,6 +35,8 @@ from .common import (
     contest_state,
     get_contest,
     heat_style,
+    is_any_organizer,
+    js_strings,
     page,
     phase_rows,
     visible_snapshot,
@@ -49,14 +54,14 @@ def home(request):
 def contest_home(request, slug):
     contest = get_contest(slug)
     now = timezone.now()
-    team = access.team_of(request.user, contest)
+    team = permissions.team_of(request.user, contest)
     ctx = {
         "state": contest_state(contest, now),
         "phases": phase_rows(contest, now),
         "rounds": contest.rounds.all(),
         "teams": contest.teams.filter(approved=True).order_by("number"),
         "my_team": team,
-        "results_visible": access.can_see_results(request.user, contest),
+        "results_visible": bool(permissions.can_view_results(request.user, contest)),
     }
     return page(request, "web/contest_home.html", ctx, contest=contest, sub="overview")
 
@@ -171,7 +176,6 @@ def _local(iso: str | None, tz) -> str | None:
     """An ISO 8601 time from a results snapshot, as text in the contest's zone (None stays None)."""
     if not iso:
         return None
-    from datetime import datetime
     try:
         return datetime.fromisoformat(iso).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
     except ValueError:
@@ -179,7 +183,7 @@ def _local(iso: str | None, tz) -> str | None:
 
 
 def _is_own(request, contest, team_number) -> bool:
-    team = access.team_of(request.user, contest)
+    team = permissions.team_of(request.user, contest)
     return team is not None and team.number == team_number
 
 
@@ -323,7 +327,7 @@ class LoginView(auth_views.LoginView):
         their most recent contest; anyone else on the page for joining a team.
         """
         user = self.request.user
-        if access.is_any_organizer(user):
+        if is_any_organizer(user):
             return reverse("web:console")
         membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
         if membership is not None:
@@ -331,7 +335,6 @@ class LoginView(auth_views.LoginView):
         return reverse("web:join")
 
     def get_context_data(self, **kwargs):
-        from .common import js_strings
         ctx = super().get_context_data(**kwargs)
         ctx.update({"nav": "login", "js_strings": js_strings(), "my_teams": [], "is_any_organizer": False})
         return ctx
@@ -340,7 +343,6 @@ class LoginView(auth_views.LoginView):
 def logout_view(request):
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    from django.contrib.auth import logout
     logout(request)
     messages.success(request, _("You are logged out."))
     return redirect("web:home")
@@ -378,7 +380,6 @@ def join_team(request):
 
 @login_required
 def api_token(request):
-    from rest_framework.authtoken.models import Token
     if request.method == "POST":
         Token.objects.filter(user=request.user).delete()
         token = Token.objects.create(user=request.user)

@@ -1,5 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from contest.services.generation import request_generation
 from contest.services.setup import SetupError, create_contest_from_yaml
 
 
@@ -19,9 +21,7 @@ class Command(BaseCommand):
         self.stdout.write(f"created contest {contest.slug!r}: {contest.rounds.count()} rounds, "
                           f"{contest.teams.count()} teams")
         if opts["generate"]:
-            from django.db import transaction
 
-            from contest.services.generation import request_generation
             for rnd in contest.rounds.all():
                 with transaction.atomic():
                     job = request_generation(rnd)

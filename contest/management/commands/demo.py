@@ -15,9 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+
+from contest.services.demo import setup_demo
 
 DEMO_YAML = Path(__file__).resolve().parents[2] / "demo.yaml"
 
@@ -27,7 +30,6 @@ def demo_logins(path: Path = DEMO_YAML) -> list[tuple[str, str, str]]:
 
     Read from ``contest/demo.yaml`` itself, so the printed list cannot drift from the accounts the demo creates.
     """
-    import yaml
     spec = yaml.safe_load(path.read_text())
     organizers = set(spec.get("contest", {}).get("organizers") or [])
     out = [(u["username"], u["password"], "organizer (judge)" if u["username"] in organizers else "user")
@@ -56,7 +58,6 @@ class Command(BaseCommand):
         self._serve(port, base)
 
     def _setup(self):
-        from contest.services.demo import setup_demo
         return setup_demo(log=self.stdout.write)
 
     def _print_logins(self, contest, base):
