@@ -5,3 +5,12 @@ class ContestConfig(AppConfig):
     name = "contest"
     verbose_name = "TraceCup contest"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The embedded default keeps SQLite and the filesystem broker under the var dir: make the
+        # folders when the app starts (web, worker, commands, tests), never when settings are imported.
+        from django.conf import settings
+
+        from contest.settings import make_local_folders
+        make_local_folders(getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None)
+                           if settings.CELERY_BROKER_URL.startswith("filesystem") else None)

@@ -2,7 +2,10 @@
 
 Environment variables:
 
-- ``DATABASE_URL``: any dj-database-url URL; default an SQLite file
+Read with django-environ (``environ.Env``); nothing here touches the disk: the
+folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
+
+- ``DATABASE_URL``: a database URL (``postgres://...``, ``sqlite:///...``); default an SQLite file
   ``var/tracecup.sqlite3`` under the project (embedded, no server needed).
 - ``CELERY_BROKER_URL``: default kombu's filesystem transport under
   ``var/broker/`` (a server-less broker that still needs a real worker
@@ -23,24 +26,23 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
+import environ
+
+env = environ.Env()
 
 
 def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
+    """``env.bool``, with an empty variable meaning unset (compose files pass ``DEBUG=`` through)."""
+    return env.bool(name, default=default) if env.str(name, default="") else default
 
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TRACECUP_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = Path(env.str("TRACECUP_VAR_DIR", default=str(BASE_DIR / "var")))
 
 PRODUCTION = _env_bool("TRACECUP_PRODUCTION", False)
 DEBUG = _env_bool("DEBUG", not PRODUCTION)
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
+SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if DEBUG or not PRODUCTION:
         # Development only: a fixed key so sessions survive restarts of the demo.
@@ -49,9 +51,9 @@ if not SECRET_KEY:
         from django.core.exceptions import ImproperlyConfigured
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")
 
-ALLOWED_HOSTS = [h.strip() for h in os.environ.get(
-    "ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,testserver").split(",") if h.strip()]
-CSRF_TRUSTED_ORIGINS = [o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()]
+ALLOWED_HOSTS = [h for h in env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else
+                                      ["127.0.0.1", "localhost", "testserver"]) if h]
+CSRF_TRUSTED_ORIGINS = [o for o in env.list("CSRF_TRUSTED_ORIGINS", default=[]) if o]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -63,6 +65,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "contest.apps.ContestConfig",
 ]
 
@@ -70,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Page language: the switcher's cookie, then Accept-Language, then LANGUAGE_CODE (en); see LANGUAGES.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -92,8 +97,9 @@ TEMPLATES = [{
 }]
 
 # ----- database -------------------------------------------------------------
-DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0 if DATABASE_URL.startswith("sqlite") else 60)}
+DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
+DATABASES = {"default": env.db_url_config(DATABASE_URL)}
+DATABASES["default"]["CONN_MAX_AGE"] = 0 if DATABASE_URL.startswith("sqlite") else 60
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web process and the worker write the same file: wait for the lock
     # instead of failing, and take the write lock at BEGIN so that the
@@ -102,8 +108,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 60, "transaction_mode": "IMMEDIATE"})
     # A file (not in-memory) test database, so that a real worker process
     # started by the integration test sees the same data. One per test run.
-    DATABASES["default"]["TEST"] = {"NAME": os.environ.get(
-        "TRACECUP_TEST_SQLITE", str(VAR_DIR / f"test_tracecup_{os.getpid()}.sqlite3"))}
+    DATABASES["default"]["TEST"] = {"NAME": env.str(
+        "TRACECUP_TEST_SQLITE", default=str(VAR_DIR / f"test_tracecup_{os.getpid()}.sqlite3"))}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -112,14 +118,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"  # stored times are UTC; each contest shows its own zone
 USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATIC_ROOT = VAR_DIR / "staticfiles"  # made by collectstatic
 STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.is_dir()]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -157,11 +162,14 @@ SPECTACULAR_SETTINGS = {
                    "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/).",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # ----- Celery -------------------------------------------------------------------
-BROKER_DIR = Path(os.environ.get("TRACECUP_BROKER_DIR", VAR_DIR / "broker"))
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "filesystem://"
+BROKER_DIR = Path(env.str("TRACECUP_BROKER_DIR", default=str(VAR_DIR / "broker")))
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="") or "filesystem://"
 
 
 def filesystem_broker_options(folder: Path) -> dict:
@@ -170,19 +178,24 @@ def filesystem_broker_options(folder: Path) -> dict:
     Messages go to ``queue/``, processed ones to ``processed/`` (not kept) and
     the exchange-queue bindings to ``control/`` (kombu's default is a
     ``control`` folder in the current directory, outside the var dir).
-    Creates the folders.
+    The folders are made by :func:`make_local_folders` (app start), not here.
     """
     folder = Path(folder)
-    options = {
+    return {
         "data_folder_in": str(folder / "queue"),
         "data_folder_out": str(folder / "queue"),
         "processed_folder": str(folder / "processed"),
         "control_folder": str(folder / "control"),
         "store_processed": False,
     }
-    for sub in ("queue", "processed", "control"):
-        (folder / sub).mkdir(parents=True, exist_ok=True)
-    return options
+
+
+def make_local_folders(options: dict | None = None) -> None:
+    """Make the var dir and, for the filesystem broker, its folders (``options``: its transport options)."""
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    for key in ("data_folder_in", "processed_folder", "control_folder"):
+        if options and key in options:
+            Path(options[key]).mkdir(parents=True, exist_ok=True)
 
 
 if CELERY_BROKER_URL.startswith("filesystem"):
@@ -202,14 +215,14 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-TRACECUP_JOB_TIME_LIMIT = int(os.environ.get("TRACECUP_JOB_TIME_LIMIT", "900"))
+TRACECUP_JOB_TIME_LIMIT = env.int("TRACECUP_JOB_TIME_LIMIT", default=900)
 TRACECUP_JOB_MAX_ATTEMPTS = 3
 CELERY_TASK_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT
 CELERY_TASK_SOFT_TIME_LIMIT = max(TRACECUP_JOB_TIME_LIMIT - 30, 30)
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs-and-phases": {
         "task": "contest.tasks.sweep",
-        "schedule": timedelta(seconds=int(os.environ.get("TRACECUP_SWEEP_SECONDS", "60"))),
+        "schedule": timedelta(seconds=env.int("TRACECUP_SWEEP_SECONDS", default=60)),
     },
 }
 
@@ -219,7 +232,7 @@ if PRODUCTION:
     SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_CONTENT_TYPE_NOSNIFF = True
@@ -230,5 +243,5 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
 }

@@ -84,13 +84,14 @@ atexit.register(_stop_all_at_exit)
 def celery_worker(transactional_db, tmp_path):
     """A started ``celery worker`` process (yielded) on the test database and a private queue."""
     from contest.celery import app
-    from contest.settings import filesystem_broker_options
+    from contest.settings import filesystem_broker_options, make_local_folders
     env = dict(os.environ, DATABASE_URL=database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
     old_options = dict(app.conf.broker_transport_options or {})
     if settings.CELERY_BROKER_URL.startswith("filesystem"):
         broker = tmp_path / "broker"
         env["TRACECUP_BROKER_DIR"] = str(broker)
         app.conf.broker_transport_options = filesystem_broker_options(broker)
+        make_local_folders(app.conf.broker_transport_options)
         reset_broker_pools(app)
     else:
         with app.connection_for_write() as conn:

@@ -32,8 +32,24 @@ def exception_handler(exc, context):
         return None
     detail = response.data
     if isinstance(exc, exceptions.APIException):
-        message = detail.get("detail") if isinstance(detail, dict) and "detail" in detail else str(exc.detail)
-        issues = [] if isinstance(detail, dict) and "detail" in detail else detail
+        if isinstance(detail, dict) and "detail" in detail:
+            message, issues = str(detail["detail"]), []
+        else:  # a serializer's field errors: one issue per message, and a readable summary
+            issues = field_issues(detail)
+            message = "; ".join(f"{i['field']}: {i['message']}" if i["field"] else i["message"] for i in issues)
         response.data = {"error": {"code": exc.default_code if hasattr(exc, "default_code") else "error",
-                                   "message": str(message), "issues": issues}}
+                                   "message": message, "issues": issues}}
     return response
+
+
+def field_issues(detail, field: str = "") -> list[dict]:
+    """DRF's nested error detail as ``[{"field", "message"}]`` (dotted field path; "" for the whole request)."""
+    if isinstance(detail, dict):
+        out = []
+        for key, value in detail.items():
+            name = "" if key == "non_field_errors" else str(key)
+            out += field_issues(value, ".".join(p for p in (field, name) if p))
+        return out
+    if isinstance(detail, (list, tuple)):
+        return [i for value in detail for i in field_issues(value, field)]
+    return [{"field": field, "message": str(detail)}]

@@ -172,8 +172,38 @@ class RoundCreateSerializer(serializers.Serializer):
 
 
 class UploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV")
+    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV", allow_empty_file=True)
 
 
 class AttackUploadSerializer(UploadSerializer):
     kind = serializers.ChoiceField(choices=[Attack.ETABLE, Attack.ETRACES])
+
+
+class ContestCreateSerializer(serializers.Serializer):
+    """The contest setup YAML, as a field ``yaml`` or an uploaded ``file``."""
+
+    yaml = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    file = serializers.FileField(required=False)
+
+    def validate(self, attrs):
+        text = attrs.get("yaml") or ""
+        if not text and attrs.get("file") is not None:
+            try:
+                text = attrs["file"].read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise serializers.ValidationError({"file": ["the contest setup file must be UTF-8 text"]}) from None
+        if not text.strip():
+            raise serializers.ValidationError({"yaml": ["the contest setup YAML is required"]})
+        return {"text": text}
+
+
+class TeamCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100, allow_blank=True, default="")
+
+
+class TeamApproveSerializer(serializers.Serializer):
+    approved = serializers.BooleanField(default=True)
+
+
+class TeamJoinSerializer(serializers.Serializer):
+    invitation_code = serializers.CharField(max_length=64)

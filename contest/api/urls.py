@@ -1,15 +1,15 @@
 """API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
 
-from contest.api import docs
 from contest.api import views as v
 
 urlpatterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", docs.api_docs, name="api-docs"),
+    # Swagger UI served from this site's static files (drf-spectacular-sidecar): the machines have no internet.
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("contests/", v.ContestList.as_view(), name="api-contests"),
     path("contests/<slug:slug>/", v.ContestDetail.as_view(), name="api-contest"),
     path("contests/<slug:slug>/me/", v.MyTeam.as_view(), name="api-me"),

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import NotAuthenticated, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -59,11 +59,31 @@ def public_sets_data(public_sets, user) -> list[dict]:
     return S.PublicSetSerializer(public_sets, many=True, context=ctx).data
 
 
-def _upload(request) -> tuple[bytes, str]:
-    f = request.FILES.get("file")
-    if f is None:
-        raise ValidationError({"file": ["a multipart field 'file' is required"]})
-    return f.read(), f.name or "upload.csv"
+def _valid(serializer_class, request) -> dict:
+    """The request's data checked by ``serializer_class``; a 400 JSON error naming each field otherwise."""
+    form = serializer_class(data=request.data)
+    form.is_valid(raise_exception=True)
+    return form.validated_data
+
+
+def _upload(request, serializer_class=S.UploadSerializer) -> tuple[bytes, str, dict]:
+    """(content, file name, validated fields) of a multipart upload."""
+    data = _valid(serializer_class, request)
+    f = data["file"]
+    return f.read(), f.name or "upload.csv", data
+
+
+class IsContestOrganizer(BasePermission):
+    """The one organizer check of the API: ``contest.permissions.can_manage_contest`` on the contest the
+    view acts on (views call ``self.check_object_permissions(request, contest)``)."""
+
+    message = "only the contest's organizers can do this"
+
+    def has_object_permission(self, request, view, obj) -> bool:
+        decision = permissions.can_manage_contest(request.user, obj)
+        if not decision:
+            self.message = decision.reason or self.message
+        return bool(decision)
 
 
 # ----- contests, rounds, teams ----------------------------------------------------------
@@ -74,16 +94,11 @@ class ContestList(APIView):
     def get(self, request):
         return Response(S.ContestSerializer(selectors.contests(), many=True).data)
 
-    @extend_schema(request={"application/json": {"type": "object", "properties": {"yaml": {"type": "string"}}}},
-                   responses={201: S.ContestSerializer})
+    @extend_schema(request=S.ContestCreateSerializer, responses={201: S.ContestSerializer})
     def post(self, request):
         """Staff and organizers: create a contest from the YAML setup format (field ``yaml``)."""
         _require(permissions.can_create_contest(request.user), request.user)
-        text = request.data.get("yaml")
-        if not text and "file" in request.FILES:
-            text = request.FILES["file"].read().decode("utf-8")
-        if not text:
-            raise ValidationError({"yaml": ["the contest setup YAML is required"]})
+        text = _valid(S.ContestCreateSerializer, request)["text"]
         contest = setup_service.create_contest_from_yaml(text, actor=request.user)
         return Response(S.ContestSerializer(contest).data, status=status.HTTP_201_CREATED)
 
@@ -171,7 +186,7 @@ class AnonymizedSetUpload(APIView):
     def post(self, request, pk):
         """Upload an anotraces file for dataset ``pk`` (your team's, challenge 1 or 2)."""
         ds = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=pk)
-        content, name = _upload(request)
+        content, name, _fields = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name)
         aset.refresh_from_db()
         return _accepted(request, S.AnonymizedSetSerializer(aset).data,
@@ -226,9 +241,8 @@ class AttackUpload(APIView):
         team = permissions.team_of(request.user, target.dataset.round.contest)
         if team is None:
             raise PermissionDenied("only members of a team of this contest can upload attacks")
-        kind = request.data.get("kind")
-        content, name = _upload(request)
-        attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=kind,
+        content, name, fields = _upload(request, S.AttackUploadSerializer)
+        attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
                                        content=content, name=name)
         attack.refresh_from_db()
         return _accepted(request, S.AttackSerializer(attack).data,
@@ -267,12 +281,12 @@ class JobDetail(APIView):
 
 
 class JobList(APIView):
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, IsContestOrganizer]
 
     @extend_schema(responses=S.JobSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.check_object_permissions(request, contest)
         return Response(S.JobSerializer(Job.objects.filter(contest=contest)[:200], many=True).data)
 
 
@@ -321,7 +335,12 @@ class Results(APIView):
 
 # ----- organizer commands ---------------------------------------------------------------------------------
 class _OrganizerCommand(APIView):
-    permission_classes = [IsAuthenticated]
+    permission_classes = [IsAuthenticated, IsContestOrganizer]
+
+    def organized(self, request, contest: Contest) -> Contest:
+        """``contest`` once :class:`IsContestOrganizer` allowed the request on it (403 otherwise)."""
+        self.check_object_permissions(request, contest)
+        return contest
 
     def _job_response(self, job):
         return Response(S.JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
@@ -331,7 +350,7 @@ class RoundGenerate(_OrganizerCommand):
     @extend_schema(request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
-        _require(permissions.can_manage_contest(request.user, rnd.contest), request.user)
+        self.organized(request, rnd.contest)
         with transaction.atomic():
             job = request_generation(rnd, user=request.user)
         return self._job_response(job)
@@ -342,7 +361,7 @@ class RoundClose(_OrganizerCommand):
     def post(self, request, pk):
         """Close the anonymization phase now: freeze, pseudonymize, run the judge attacks."""
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
-        _require(permissions.can_manage_contest(request.user, rnd.contest), request.user)
+        self.organized(request, rnd.contest)
         phase = Phase.objects.filter(round=rnd, kind=Phase.ANONYMIZATION).select_related("round__contest").first()
         if phase is None:
             raise ValidationError({"round": ["this round has no anonymization phase"]})
@@ -354,7 +373,7 @@ class PhaseClose(_OrganizerCommand):
     def post(self, request, pk):
         """Close a phase now. Anonymization: freeze, pseudonymize, judge attacks; attack: recompute the results."""
         phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
-        _require(permissions.can_manage_contest(request.user, phase.round.contest), request.user)
+        self.organized(request, phase.round.contest)
         return self._job_response(close_phase_now(phase, user=request.user))
 
 
@@ -365,7 +384,7 @@ class RoundAdd(_OrganizerCommand):
     def post(self, request, slug):
         """Add a round (the next number) with its anonymization and attack phase windows."""
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
         form = S.RoundCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         d = form.validated_data
@@ -382,14 +401,14 @@ class RoundAdd(_OrganizerCommand):
 class TeamAdd(_OrganizerCommand):
     parser_classes = [JSONParser, FormParser]
 
-    @extend_schema(request={"application/json": {"type": "object", "properties": {"name": {"type": "string"}}}},
-                   responses={201: S.TeamSerializer})
+    @extend_schema(request=S.TeamCreateSerializer, responses={201: S.TeamSerializer})
     def post(self, request, slug):
         """Add a team (the next team number); its members join with its invitation code."""
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
+        name = _valid(S.TeamCreateSerializer, request)["name"]
         try:
-            team = teams_service.add_team(contest, str(request.data.get("name", "")), actor=request.user)
+            team = teams_service.add_team(contest, name, actor=request.user)
         except teams_service.TeamError as exc:
             raise ValidationError({"name": [str(exc)]}) from None
         return Response(S.TeamSerializer(team).data, status=status.HTTP_201_CREATED)
@@ -398,16 +417,12 @@ class TeamAdd(_OrganizerCommand):
 class TeamApprove(_OrganizerCommand):
     parser_classes = [JSONParser, FormParser]
 
-    @extend_schema(request={"application/json": {"type": "object", "properties": {"approved": {"type": "boolean"}}}},
-                   responses={200: S.TeamSerializer})
+    @extend_schema(request=S.TeamApproveSerializer, responses={200: S.TeamSerializer})
     def post(self, request, pk):
         """Approve a team (``approved``: true, the default) or withdraw the approval (false)."""
         team = get_object_or_404(Team.objects.select_related("contest"), pk=pk)
-        _require(permissions.can_manage_contest(request.user, team.contest), request.user)
-        approved = request.data.get("approved", True)
-        if isinstance(approved, str):
-            approved = approved.strip().lower() not in ("0", "false", "no", "off")
-        teams_service.approve_team(team, bool(approved), actor=request.user)
+        self.organized(request, team.contest)
+        teams_service.approve_team(team, _valid(S.TeamApproveSerializer, request)["approved"], actor=request.user)
         return Response(S.TeamSerializer(team).data)
 
 
@@ -415,12 +430,11 @@ class TeamJoin(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [JSONParser, FormParser]
 
-    @extend_schema(request={"application/json": {"type": "object", "properties": {"invitation_code": {"type": "string"}}}},
-                   responses={200: S.TeamSerializer})
+    @extend_schema(request=S.TeamJoinSerializer, responses={200: S.TeamSerializer})
     def post(self, request):
         """Join the team whose invitation code is ``invitation_code``."""
         try:
-            team, _created = teams_service.join_team(request.user, str(request.data.get("invitation_code", "")))
+            team, _created = teams_service.join_team(request.user, _valid(S.TeamJoinSerializer, request)["invitation_code"])
         except teams_service.TeamError as exc:
             raise ValidationError({"invitation_code": [str(exc)]}) from None
         return Response(S.TeamSerializer(team).data)
@@ -430,7 +444,7 @@ class ContestRescore(_OrganizerCommand):
     @extend_schema(request=None, responses={202: S.JobSerializer})
     def post(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
         return self._job_response(results_service.request_rescore(contest, user=request.user))
 
 
@@ -439,7 +453,7 @@ class ContestPublish(_OrganizerCommand):
     def post(self, request, slug):
         """Compute the results from the score rows, snapshot them with the awards, and publish."""
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
         return self._job_response(results_service.request_results(contest, user=request.user, publish=True))
 
 
@@ -448,7 +462,7 @@ class ContestUnpublish(_OrganizerCommand):
     def post(self, request, slug):
         """Embargo the published results again (the snapshots are kept)."""
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
         results_service.unpublish_results(contest, user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -471,5 +485,5 @@ class ContestSnapshot(_OrganizerCommand):
     def post(self, request, slug):
         """Compute and store the results (still embargoed)."""
         contest = get_object_or_404(Contest, slug=slug)
-        _require(permissions.can_manage_contest(request.user, contest), request.user)
+        self.organized(request, contest)
         return self._job_response(results_service.request_results(contest, user=request.user))

@@ -1,64 +1,59 @@
-"""Routes of the HTML pages (mounted at the site root). Every view runs in the page language (``i18n.localized``)."""
+"""Routes of the HTML pages (mounted at the site root). The page language is Django's LocaleMiddleware's."""
 from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
 from django.views.i18n import set_language
 
 from . import analyses, console, team, views
-from .i18n import localized
 
 app_name = "web"
 
 
-def p(route, view, name):
-    return path(route, localized(view), name=name)
-
-
 urlpatterns = [
-    p("", views.home, "home"),
+    path("", views.home, name="home"),
     path("i18n/setlang/", set_language, name="set_language"),
     # browsers ask for /favicon.ico on every page; the icon itself is a static file
     path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True), name="favicon"),
     # accounts
-    p("login/", views.LoginView.as_view(), "login"),
-    p("logout/", views.logout_view, "logout"),
-    p("signup/", views.signup, "signup"),
-    p("join/", views.join_team, "join"),
-    p("token/", views.api_token, "token"),
-    p("files/<int:file_id>/", team.download, "download"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", views.logout_view, name="logout"),
+    path("signup/", views.signup, name="signup"),
+    path("join/", views.join_team, name="join"),
+    path("token/", views.api_token, name="token"),
+    path("files/<int:file_id>/", team.download, name="download"),
     # public contest pages
-    p("c/<slug:slug>/", views.contest_home, "contest"),
-    p("c/<slug:slug>/rules/", views.rules, "rules"),
-    p("c/<slug:slug>/leaderboard/", views.leaderboard, "leaderboard"),
-    p("c/<slug:slug>/attack-matrix/", views.attack_matrix, "matrix"),
-    p("c/<slug:slug>/awards/", views.awards, "awards"),
-    p("c/<slug:slug>/plots/", views.plots, "plots"),
-    p("c/<slug:slug>/analyses/", analyses.utility_analyses, "analyses"),
+    path("c/<slug:slug>/", views.contest_home, name="contest"),
+    path("c/<slug:slug>/rules/", views.rules, name="rules"),
+    path("c/<slug:slug>/leaderboard/", views.leaderboard, name="leaderboard"),
+    path("c/<slug:slug>/attack-matrix/", views.attack_matrix, name="matrix"),
+    path("c/<slug:slug>/awards/", views.awards, name="awards"),
+    path("c/<slug:slug>/plots/", views.plots, name="plots"),
+    path("c/<slug:slug>/analyses/", analyses.utility_analyses, name="analyses"),
     # team dashboard
-    p("c/<slug:slug>/team/", team.dashboard, "team"),
-    p("c/<slug:slug>/team/datasets/<int:dataset_id>/upload/", team.upload_anonymized, "upload_anonymized"),
-    p("c/<slug:slug>/team/datasets/<int:dataset_id>/map/", team.data_map, "data_map"),
-    p("c/<slug:slug>/team/datasets/<int:dataset_id>/state.json", team.challenge_state, "challenge_state"),
-    p("c/<slug:slug>/team/uploads/<int:upload_id>/", team.upload_detail, "upload_detail"),
-    p("c/<slug:slug>/team/uploads/<int:upload_id>/status.json", team.upload_status, "upload_status"),
-    p("c/<slug:slug>/team/uploads/<int:upload_id>/select/", team.select_upload, "select_upload"),
-    p("c/<slug:slug>/team/targets/<int:public_set_id>/attack/", team.upload_attack, "upload_attack"),
-    p("c/<slug:slug>/team/targets/<int:public_set_id>/state.json", team.target_state, "target_state"),
-    p("c/<slug:slug>/team/attacks/<int:attack_id>/status.json", team.attack_status, "attack_status"),
-    p("c/<slug:slug>/team/round/<int:round_number>/attack-material.zip", team.attack_material, "attack_material"),
+    path("c/<slug:slug>/team/", team.dashboard, name="team"),
+    path("c/<slug:slug>/team/datasets/<int:dataset_id>/upload/", team.upload_anonymized, name="upload_anonymized"),
+    path("c/<slug:slug>/team/datasets/<int:dataset_id>/map/", team.data_map, name="data_map"),
+    path("c/<slug:slug>/team/datasets/<int:dataset_id>/state.json", team.challenge_state, name="challenge_state"),
+    path("c/<slug:slug>/team/uploads/<int:upload_id>/", team.upload_detail, name="upload_detail"),
+    path("c/<slug:slug>/team/uploads/<int:upload_id>/status.json", team.upload_status, name="upload_status"),
+    path("c/<slug:slug>/team/uploads/<int:upload_id>/select/", team.select_upload, name="select_upload"),
+    path("c/<slug:slug>/team/targets/<int:public_set_id>/attack/", team.upload_attack, name="upload_attack"),
+    path("c/<slug:slug>/team/targets/<int:public_set_id>/state.json", team.target_state, name="target_state"),
+    path("c/<slug:slug>/team/attacks/<int:attack_id>/status.json", team.attack_status, name="attack_status"),
+    path("c/<slug:slug>/team/round/<int:round_number>/attack-material.zip", team.attack_material, name="attack_material"),
     # organizer console
-    p("console/", console.console_home, "console"),
-    p("console/<slug:slug>/", console.console_contest, "console_contest"),
-    p("console/<slug:slug>/rounds/add/", console.add_round, "console_add_round"),
-    p("console/<slug:slug>/rounds/<int:round_id>/generate/", console.generate, "console_generate"),
-    p("console/<slug:slug>/phases/<int:phase_id>/close/", console.close_phase, "console_close_phase"),
-    p("console/<slug:slug>/teams/add/", console.add_team, "console_add_team"),
-    p("console/<slug:slug>/teams/<int:team_id>/approve/", console.approve_team, "console_approve_team"),
-    p("console/<slug:slug>/results/<str:action>/", console.results_action, "console_results"),
-    p("console/<slug:slug>/jobs/", console.console_jobs, "console_jobs"),
-    p("console/<slug:slug>/jobs/table.json", console.console_jobs_table, "console_jobs_table"),
-    p("console/<slug:slug>/jobs/<int:job_id>/", console.console_job, "console_job"),
-    p("console/<slug:slug>/jobs/<int:job_id>/status.json", console.console_job_status, "console_job_status"),
-    p("console/<slug:slug>/jobs/<int:job_id>/retry/", console.retry_job, "console_retry_job"),
-    p("console/<slug:slug>/export.zip", console.export_all, "console_export"),
+    path("console/", console.console_home, name="console"),
+    path("console/<slug:slug>/", console.console_contest, name="console_contest"),
+    path("console/<slug:slug>/rounds/add/", console.add_round, name="console_add_round"),
+    path("console/<slug:slug>/rounds/<int:round_id>/generate/", console.generate, name="console_generate"),
+    path("console/<slug:slug>/phases/<int:phase_id>/close/", console.close_phase, name="console_close_phase"),
+    path("console/<slug:slug>/teams/add/", console.add_team, name="console_add_team"),
+    path("console/<slug:slug>/teams/<int:team_id>/approve/", console.approve_team, name="console_approve_team"),
+    path("console/<slug:slug>/results/<str:action>/", console.results_action, name="console_results"),
+    path("console/<slug:slug>/jobs/", console.console_jobs, name="console_jobs"),
+    path("console/<slug:slug>/jobs/table.json", console.console_jobs_table, name="console_jobs_table"),
+    path("console/<slug:slug>/jobs/<int:job_id>/", console.console_job, name="console_job"),
+    path("console/<slug:slug>/jobs/<int:job_id>/status.json", console.console_job_status, name="console_job_status"),
+    path("console/<slug:slug>/jobs/<int:job_id>/retry/", console.retry_job, name="console_retry_job"),
+    path("console/<slug:slug>/export.zip", console.export_all, name="console_export"),
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -27,7 +28,13 @@ def test_schema_and_docs_are_served(db):
     r = APIClient().get("/api/schema/")
     assert r.status_code == 200 and b"openapi" in r.content and b"/api/datasets/{id}/anonymized-sets/" in r.content
     r = APIClient().get("/api/docs/")
-    assert r.status_code == 200 and b"/api/schema/" in r.content and b"anonymized-sets" in r.content
+    html = r.content.decode()
+    assert r.status_code == 200 and "/api/schema/" in html and "swagger-ui" in html
+    # every script and style of the page is this site's own (the machines have no internet)
+    from django.contrib.staticfiles import finders
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', html)
+    assert assets and all(a.startswith("/static/drf_spectacular_sidecar/") for a in assets), assets
+    assert all(finders.find(a.removeprefix("/static/")) for a in assets)
 
 
 def test_team_flow_over_the_api(generated, django_capture_on_commit_callbacks):
@@ -229,3 +236,25 @@ def test_organizer_commands_are_services_with_audit_records(make_contest, django
     actions = set(AuditLog.objects.filter(contest=contest).values_list("action", flat=True))
     assert {"add_round", "add_team", "unapprove_team", "join_team", "close_phase", "unpublish_results",
             "retry_job"} <= actions
+
+
+def test_bad_requests_get_readable_field_errors(generated):
+    """Input is checked by the serializers; the error names each field in plain words (never a repr)."""
+    alpha = client_for("alpha1")
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    r = alpha.post(f"/api/datasets/{ds.pk}/anonymized-sets/", {}, format="multipart")
+    err = r.json()["error"]
+    assert r.status_code == 400 and err["code"] == "invalid"
+    assert err["message"] == "file: No file was submitted."
+    assert err["issues"] == [{"field": "file", "message": "No file was submitted."}]
+    assert "ErrorDetail" not in r.content.decode()
+    r = alpha.post("/api/teams/join/", {"invitation_code": ""}, format="json")
+    assert r.status_code == 400 and r.json()["error"]["issues"][0]["field"] == "invitation_code"
+    # an organizer command by a team member: the one organizer check answers 403 with its reason
+    r = alpha.post("/api/contests/tc/teams/", {"name": "Delta"}, format="json")
+    assert r.status_code == 403 and r.json()["error"]["code"] == "permission_denied"
+    judge = client_for("judge", "judge-pass")
+    r = judge.post("/api/contests/tc/teams/", {"name": "Delta"}, format="json")
+    assert r.status_code == 201 and r.json()["name"] == "Delta"
+    r = judge.post(f"/api/teams/{r.json()['id']}/approve/", {"approved": "maybe"}, format="json")
+    assert r.status_code == 400 and r.json()["error"]["issues"][0]["field"] == "approved"

@@ -139,3 +139,13 @@ def test_docker_compose_commands_and_modules_exist():
     assert "beat" in (beat if isinstance(beat, str) else " ".join(beat))
     from django.conf import settings
     assert settings.CELERY_BEAT_SCHEDULE["sweep-jobs-and-phases"]["task"] == "contest.tasks.sweep"
+
+
+def test_importing_the_settings_makes_no_folder_and_the_app_makes_them(tmp_path):
+    var = tmp_path / "var"
+    r = _run(["-c", "import contest.settings"], {"TRACECUP_VAR_DIR": str(var)})
+    assert r.returncode == 0, r.stderr
+    assert not var.exists()
+    r = _run(["manage.py", "check"], {"TRACECUP_VAR_DIR": str(var), "CELERY_BROKER_URL": ""})
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (var / "broker").iterdir()) == ["control", "processed", "queue"]
