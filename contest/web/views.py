@@ -323,11 +323,12 @@ class LoginView(auth_views.LoginView):
     def get_default_redirect_url(self):
         """Where a login without ``?next=`` lands: the user's own work, not the contest list.
 
-        An organizer lands on the console; a team member on the team page of
-        their most recent contest; anyone else on the page for joining a team.
+        An organizer (or staff, who may create contests) lands on the console;
+        a team member on the team page of their most recent contest; anyone
+        else on the page for joining a team.
         """
         user = self.request.user
-        if is_any_organizer(user):
+        if is_any_organizer(user) or permissions.can_create_contest(user):
             return reverse("web:console")
         membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
         if membership is not None:

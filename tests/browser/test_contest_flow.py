@@ -33,12 +33,14 @@ def assert_labelled(page):
     assert not missing, f"unlabelled controls on {page.url}: {missing}"
 
 
-def login(page, base, username, password):
+def login(page, base, username, password, lands_on=None):
     page.goto(f"{base}/login/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_load_state()
+    if lands_on:  # a login lands on the user's own page: the team's, or the console for an organizer
+        assert page.url == base + lands_on, page.url
 
 
 def test_whole_round_in_the_browser(live_server, celery_worker_process, browser, shot, readme_shot, tmp_path):
@@ -54,7 +56,7 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     # ---- organizer: create the contest from YAML, start generation, watch it finish
     ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     org = ctx.new_page()
-    login(org, base, "organizer", PASSWORD)
+    login(org, base, "organizer", PASSWORD, lands_on="/console/")
     org.goto(f"{base}/console/")
     assert_labelled(org)
     shot(org, "console-home")
@@ -89,7 +91,7 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     # ---- team member: downloads, upload by file picker, live scoring, an invalid file's errors
     team_ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
     alpha = team_ctx.new_page()
-    login(alpha, base, "alpha1", "pw")
+    login(alpha, base, "alpha1", "pw", lands_on="/c/web/team/")
     alpha.goto(f"{base}/c/web/team/")
     ds = Dataset.objects.get(round__contest=contest, team__number=1, challenge=1)
     with alpha.expect_download() as dl:
@@ -189,7 +191,20 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     alpha.goto(f"{base}/c/web/team/datasets/{ds.pk}/map/")
     alpha.locator("figure[data-chart=gridmap] svg").first.wait_for()
     assert alpha.locator("figure[data-chart=gridmap] svg").count() == 2
+    # map coordinates agree with the rules' formula r = y*32 + x + 1 (x, y from 0), in the table and the tips
+    for row in alpha.locator("main table tbody tr").all():
+        region, x, y = (int(c) for c in row.locator("th, td").all_inner_texts()[:3])
+        assert region == y * 32 + x + 1, (region, x, y)
+    tip = alpha.locator("figure[data-chart=gridmap] svg rect title").first.text_content()
+    assert tip.startswith("region 1 (x 0, y 0)"), tip
+    assert "r = y·32 + x + 1" in alpha.inner_text("main")
     shot(alpha, "team-population-map")
+    # Choose is offered on valid sets only: not on the rejected one, nor on the set that already counts
+    alpha.goto(f"{base}/c/web/team/")
+    assert alpha.locator(f"#history-ds-{ds.pk} tr", has_text="rejected").get_by_role("button", name="Choose").count() == 0
+    assert alpha.locator(f"#history-ds-{ds.pk} tr.is-final").get_by_role("button", name="Choose").count() == 0
+    # /favicon.ico is served (a static file), not a 404
+    assert alpha.request.get(f"{base}/favicon.ico").status == 200
 
     # the other sets of the round arrive through the service (same path as the API)
     for t in (1, 2, 3):
@@ -340,6 +355,15 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert overflow <= 1, f"the team dashboard scrolls sideways on a phone by {overflow}px: {wide}"
     shot(tp, "phone-team-dashboard")
     ph_team.close()
+    # a signed-in user without a team gets a way to join one, not a bare "Not allowed"
+    User.objects.create_user("loner", password="loner-pass")
+    loner_ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    loner = loner_ctx.new_page()
+    login(loner, base, "loner", "loner-pass", lands_on="/join/")
+    loner.goto(f"{base}/c/web/team/")
+    assert loner.get_by_role("link", name="Join a team with its invitation code").count() == 1
+    assert "Not allowed" not in loner.inner_text("main")
+    loner_ctx.close()
     tour(browser, base, shot, rejected_pk=rejected.pk, target_pk=target.pk)
     for c in (ctx, team_ctx, pub_ctx, phone):
         c.close()

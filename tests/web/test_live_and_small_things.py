@@ -163,7 +163,7 @@ def test_target_row_state(generated, client_for, django_capture_on_commit_callba
     beta = client_for("beta1")
     state = beta.get(f"/c/{contest.slug}/team/targets/{target.pk}/state.json").json()
     assert state["finished"] is True and "s_I = " in state["html"]
-    assert "<td class=\"num\">1</td>" in state["html"]  # one etable left of two
+    assert "data-label=\"etables left\">1</td>" in state["html"]  # one etable left of two
 
 
 # ------------------------------------------------------------------ validator messages in the page language
