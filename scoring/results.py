@@ -470,7 +470,39 @@ def compute_results(
     Raises:
         ValueError: naming the offending row, for rows that cannot be
         interpreted (see the module docstring).
+
+    The stages, each a function of the previous ones' output: :func:`_check_parameters`,
+    :func:`_check_sets`, :func:`_counted_attacks` (validated input), :func:`_best_attempts` and
+    :func:`_set_minima` (minimum scores), :func:`_team_rounds` (per-round totals),
+    :func:`_weighted_totals`, :func:`_awards` (the variant's :data:`AWARD_RULES`) and
+    :func:`_leaderboards`.
     """
+    team_ids, weights = _check_parameters(teams, round_weights, benchmark_team, variant, tie_break, places)
+    rounds = tuple(sorted(weights))
+    sets = _check_sets(utility, weights, set(team_ids) | ({benchmark_team} if benchmark_team is not None else set()))
+    counted, ignored = _counted_attacks(attacks, sets, team_ids)
+    best, attempts, last_attack = _best_attempts(counted)
+    matrix = tuple(
+        MatrixCell(attacker=a, set=ref, kind=kind, best=v, attempts=attempts[(a, ref, kind)])
+        for (a, ref, kind), v in sorted(best.items(), key=lambda kv: (kv[0][1], _attacker_key(kv[0][0]), kv[0][2])))
+    set_results = _set_minima(sets, best, attempts, benchmark_team)
+    set_min = {s.set: s for s in set_results}
+    team_rounds = _team_rounds(rounds, team_ids, sets, set_min, best)
+    team_totals = _weighted_totals(team_ids, weights, team_rounds)
+    awards, standings = _awards(AWARD_RULES[variant], team_ids, sets, team_totals, last_attack, tie_break, places)
+    return Results(
+        variant=variant, tie_break=tie_break,
+        round_weights=tuple((r, weights[r]) for r in rounds),
+        teams=team_ids, benchmark_team=benchmark_team,
+        sets=tuple(set_results), team_rounds=tuple(team_rounds), team_totals=team_totals,
+        matrix=matrix, awards=awards, standings=standings,
+        ignored=tuple(sorted(ignored)),
+        leaderboards=_leaderboards(team_ids, rounds, sets, set_min, team_rounds, team_totals, tie_break))
+
+
+# ----- stage 1: validated input -----------------------------------------------------------
+def _check_parameters(teams, round_weights, benchmark_team, variant, tie_break, places):
+    """``(team ids sorted, {round: weight})`` after checking every parameter."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown award variant {variant!r}; expected one of {', '.join(VARIANTS)}")
     if tie_break not in TIE_BREAKS:
@@ -493,10 +525,12 @@ def compute_results(
         if not math.isfinite(w) or w < 0:
             raise ValueError(f"round {r}: weight {w!r} must be a finite number >= 0")
         weights[r] = w
-    rounds = tuple(sorted(weights))
-    known_teams = set(team_ids) | ({benchmark_team} if benchmark_team is not None else set())
+    return team_ids, weights
 
-    # ----- sets ----------------------------------------------------------
+
+def _check_sets(utility, weights, known_teams) -> dict[SetRef, UtilityRow]:
+    """The final sets by reference, each utility row checked."""
+    rounds = sorted(weights)
     sets: dict[SetRef, UtilityRow] = {}
     for row in utility:
         ref = row.set
@@ -513,8 +547,11 @@ def compute_results(
             raise ValueError(f"{what}: s_u {row.s_u!r} is not a finite number")
         _check_time(row.submitted_at, what)
         sets[ref] = row
+    return sets
 
-    # ----- attacks: validate, drop what must not count -------------------
+
+def _counted_attacks(attacks, sets, team_ids) -> tuple[list[AttackRow], list[str]]:
+    """The attack rows that count, and the reasons of the ones that do not (own set, invalid set)."""
     ignored: list[str] = []
     counted: list[AttackRow] = []
     for row in attacks:
@@ -540,8 +577,13 @@ def compute_results(
             ignored.append(f"{row.kind} attack by {a!r} on invalid set {ref.key}: not counted")
             continue
         counted.append(row)
+    return counted, ignored
 
-    # best attempt per (attacker, set, kind); min is order-free, attempts a count
+
+# ----- stage 2: minimum scores ----------------------------------------------------------------
+def _best_attempts(counted):
+    """Per (attacker, set, kind): the best (lowest) score and the number of attempts; per
+    (team, kind): the time of its latest counted attack. Min is order-free, attempts a count."""
     best: dict[tuple, float] = {}
     attempts: dict[tuple, int] = {}
     last_attack: dict[tuple, datetime | None] = {}
@@ -553,12 +595,11 @@ def compute_results(
         if isinstance(row.attacker, int):
             tk = (row.attacker, row.kind)
             last_attack[tk] = _latest([last_attack.get(tk), row.submitted_at])
+    return best, attempts, last_attack
 
-    matrix = tuple(
-        MatrixCell(attacker=a, set=ref, kind=kind, best=v, attempts=attempts[(a, ref, kind)])
-        for (a, ref, kind), v in sorted(best.items(), key=lambda kv: (kv[0][1], _attacker_key(kv[0][0]), kv[0][2]))
-    )
 
+def _set_minima(sets, best, attempts, benchmark_team) -> list[SetResult]:
+    """s_I,min and s_T,min of every set (0 if invalid, 1 if valid and not attacked), with who reached them."""
     by_set: dict[tuple, list] = {}
     for (a, ref, kind), v in best.items():
         by_set.setdefault((ref, kind), []).append((a, v))
@@ -574,19 +615,22 @@ def compute_results(
         n = sum(attempts[(a, ref, kind)] for a, _ in entries)
         return low, n, who
 
-    set_results = []
+    out = []
     for ref in sorted(sets):
         row = sets[ref]
         si, ni, wi = minimum(ref, REIDENTIFICATION)
         st, nt, wt = minimum(ref, TRACE_INFERENCE)
-        set_results.append(SetResult(
+        out.append(SetResult(
             set=ref, s_u=float(row.s_u), valid=row.valid, benchmark=ref.team == benchmark_team,
             submitted_at=row.submitted_at, s_i_min=si, s_t_min=st, n_attacks_i=ni, n_attacks_t=nt,
             s_i_min_by=wi, s_t_min_by=wt))
-    set_min = {s.set: s for s in set_results}
+    return out
 
-    # ----- per team per round --------------------------------------------
-    team_rounds = []
+
+# ----- stage 3: per-round and weighted totals --------------------------------------------------
+def _team_rounds(rounds, team_ids, sets, set_min, best) -> list[TeamRound]:
+    """Each team's s_I,min(t,1), s_T,min(t,2), overall and attacker sums in each round (SPEC 9)."""
+    out = []
     for r in rounds:
         round_sets = [ref for ref in sorted(sets) if ref.round == r]
         for t in team_ids:
@@ -595,97 +639,102 @@ def compute_results(
             s_i = idp.s_i_min if idp is not None else 0.0
             s_t = trp.s_t_min if trp is not None else 0.0
             targets = [ref for ref in round_sets if ref.team != t and sets[ref].valid]
-            sums = {}
-            for kind in KINDS:
-                # attacked -> best attempt, valid but not attacked -> 1; own,
-                # invalid and unsubmitted sets are not in `targets` (count 0)
-                sums[kind] = math.fsum(best.get((t, ref, kind), 1.0) for ref in targets)
-            team_rounds.append(TeamRound(
+            # attacked -> best attempt, valid but not attacked -> 1; own, invalid and
+            # unsubmitted sets are not in `targets` (count 0)
+            sums = {kind: math.fsum(best.get((t, ref, kind), 1.0) for ref in targets) for kind in KINDS}
+            out.append(TeamRound(
                 round=r, team=t, s_i_min=s_i, s_t_min=s_t, overall=s_i + s_t,
                 attack_sum_i=sums[REIDENTIFICATION], attack_sum_t=sums[TRACE_INFERENCE],
                 n_targets=len(targets)))
+    return out
 
+
+def _weighted_totals(team_ids, weights, team_rounds) -> tuple[TeamTotal, ...]:
+    """``sum_r w_r * value_r`` of every per-round quantity of every team."""
     def weighted(t: int, attr: str) -> float:
         return math.fsum(weights[tr.round] * getattr(tr, attr) for tr in team_rounds if tr.team == t)
 
-    team_totals = tuple(
+    return tuple(
         TeamTotal(team=t, s_i_min=weighted(t, "s_i_min"), s_t_min=weighted(t, "s_t_min"),
                   overall=weighted(t, "overall"), attack_sum_i=weighted(t, "attack_sum_i"),
                   attack_sum_t=weighted(t, "attack_sum_t"))
         for t in team_ids)
+
+
+# ----- stage 4: awards, each variant's rules as data ---------------------------------------------
+@dataclass(frozen=True)
+class AwardRule:
+    """One award of a variant.
+
+    ``value``: the :class:`TeamTotal` field ranked; ``higher_is_better``. Anonymizer awards name
+    their ``challenges`` (eligible: a valid set of one of them; final submission: the latest final
+    set of them); attacker awards their ``attack_kind`` (eligible: a counted attack of that kind;
+    final submission: the latest such attack). ``places``: None for the overall award's
+    ``places`` argument. ``exclude``: earlier awards whose (place-1) winner may not win this one.
+    """
+
+    name: str
+    value: str
+    higher_is_better: bool
+    challenges: tuple[int, ...] = ()
+    attack_kind: str | None = None
+    places: int | None = 1
+    exclude: tuple[str, ...] = ()
+
+
+AWARD_RULES: dict[str, tuple[AwardRule, ...]] = {
+    VARIANT_2019: (
+        AwardRule(OVERALL, "overall", True, challenges=CHALLENGES, places=None),
+        AwardRule(BEST_ANONYMIZER_REID, "s_i_min", True, challenges=(IDP,)),
+        AwardRule(BEST_ANONYMIZER_TRACE, "s_t_min", True, challenges=(TRP,)),
+        AwardRule(BEST_ATTACKER_REID, "attack_sum_i", False, attack_kind=REIDENTIFICATION,
+                  exclude=(OVERALL, BEST_ANONYMIZER_REID)),
+        AwardRule(BEST_ATTACKER_TRACE, "attack_sum_t", False, attack_kind=TRACE_INFERENCE,
+                  exclude=(OVERALL, BEST_ANONYMIZER_TRACE)),
+    ),
+    VARIANT_PAPER: (
+        AwardRule(BEST_ANONYMIZER, "s_t_min", True, challenges=(TRP,)),
+        AwardRule(BEST_ATTACKER_REID, "attack_sum_i", False, attack_kind=REIDENTIFICATION),
+        AwardRule(BEST_ATTACKER_TRACE, "attack_sum_t", False, attack_kind=TRACE_INFERENCE),
+    ),
+}
+
+
+def _awards(rules, team_ids, sets, team_totals, last_attack, tie_break, places):
+    """``(awards, standings)`` of ``rules`` in order, each ranked by :func:`_ranking`."""
     total = {tt.team: tt for tt in team_totals}
-
-    # ----- awards --------------------------------------------------------
-    def has_valid(t: int, challenges) -> bool:
-        return any(row.valid for ref, row in sets.items() if ref.team == t and ref.challenge in challenges)
-
-    def final_sets_time(t: int, challenges) -> datetime | None:
-        return _latest(row.submitted_at for ref, row in sets.items()
-                       if ref.team == t and ref.challenge in challenges)
-
     awards: list[Award] = []
     standings: list[tuple[str, tuple[Standing, ...]]] = []
-
-    def award(name, candidates, value, higher_is_better, times, n_places=1, excluded=()):
+    winner: dict[str, int] = {}
+    for rule in rules:
+        if rule.attack_kind is not None:
+            candidates = [t for t in team_ids if (t, rule.attack_kind) in last_attack]
+            times = {t: last_attack.get((t, rule.attack_kind)) for t in team_ids}
+        else:
+            candidates = [t for t in team_ids if any(row.valid for ref, row in sets.items()
+                                                     if ref.team == t and ref.challenge in rule.challenges)]
+            times = {t: _latest(row.submitted_at for ref, row in sets.items()
+                                if ref.team == t and ref.challenge in rule.challenges) for t in team_ids}
+        value = {t: getattr(total[t], rule.value) for t in team_ids}
+        excluded = tuple(sorted({winner[name] for name in rule.exclude if name in winner}))
         pool = [t for t in candidates if t not in excluded]
-        order, key = _ranking(pool, value, higher_is_better, times, tie_break)
-        standings.append((name, _standings(order, key, value, times)))
-        winners = []
+        order, key = _ranking(pool, value, rule.higher_is_better, times, tie_break)
+        standings.append((rule.name, _standings(order, key, value, times)))
+        n_places = places if rule.places is None else rule.places
         for place in range(1, min(n_places, len(order)) + 1):
             t = order[place - 1]
             rest = order[place:]
             tied = tuple(u for u in pool if u != t and key(u)[0] == key(t)[0])
             if not rest:
                 decided = DECIDED_BY_SOLE if len(order) == 1 else DECIDED_BY_SCORE
+            elif key(rest[0])[0] != key(t)[0]:
+                decided = DECIDED_BY_SCORE
+            elif key(rest[0])[1] != key(t)[1]:
+                decided = tie_break
             else:
-                nxt = rest[0]
-                if key(nxt)[0] != key(t)[0]:
-                    decided = DECIDED_BY_SCORE
-                elif key(nxt)[1] != key(t)[1]:
-                    decided = tie_break
-                else:
-                    decided = TIE_TEAM_ID
-            a = Award(award=name, place=place, team=t, value=value[t], decided_by=decided,
-                      tied_with=tied, excluded=tuple(sorted(set(excluded))))
-            awards.append(a)
-            winners.append(a)
-        return winners
-
-    s_i_tot = {t: total[t].s_i_min for t in team_ids}
-    s_t_tot = {t: total[t].s_t_min for t in team_ids}
-    overall_tot = {t: total[t].overall for t in team_ids}
-    att_i = {t: total[t].attack_sum_i for t in team_ids}
-    att_t = {t: total[t].attack_sum_t for t in team_ids}
-    attackers_i = [t for t in team_ids if (t, REIDENTIFICATION) in last_attack]
-    attackers_t = [t for t in team_ids if (t, TRACE_INFERENCE) in last_attack]
-    time_att_i = {t: last_attack.get((t, REIDENTIFICATION)) for t in team_ids}
-    time_att_t = {t: last_attack.get((t, TRACE_INFERENCE)) for t in team_ids}
-    time_idp = {t: final_sets_time(t, (IDP,)) for t in team_ids}
-    time_trp = {t: final_sets_time(t, (TRP,)) for t in team_ids}
-
-    if variant == VARIANT_2019:
-        time_both = {t: final_sets_time(t, CHALLENGES) for t in team_ids}
-        overall = award(OVERALL, [t for t in team_ids if has_valid(t, CHALLENGES)],
-                        overall_tot, True, time_both, n_places=places)
-        best_i = award(BEST_ANONYMIZER_REID, [t for t in team_ids if has_valid(t, (IDP,))],
-                       s_i_tot, True, time_idp)
-        best_t = award(BEST_ANONYMIZER_TRACE, [t for t in team_ids if has_valid(t, (TRP,))],
-                       s_t_tot, True, time_trp)
-        winner = {overall[0].team} if overall else set()
-        award(BEST_ATTACKER_REID, attackers_i, att_i, False, time_att_i,
-              excluded=tuple(sorted(winner | ({best_i[0].team} if best_i else set()))))
-        award(BEST_ATTACKER_TRACE, attackers_t, att_t, False, time_att_t,
-              excluded=tuple(sorted(winner | ({best_t[0].team} if best_t else set()))))
-    else:
-        award(BEST_ANONYMIZER, [t for t in team_ids if has_valid(t, (TRP,))], s_t_tot, True, time_trp)
-        award(BEST_ATTACKER_REID, attackers_i, att_i, False, time_att_i)
-        award(BEST_ATTACKER_TRACE, attackers_t, att_t, False, time_att_t)
-
-    return Results(
-        variant=variant, tie_break=tie_break,
-        round_weights=tuple((r, weights[r]) for r in rounds),
-        teams=team_ids, benchmark_team=benchmark_team,
-        sets=tuple(set_results), team_rounds=tuple(team_rounds), team_totals=team_totals,
-        matrix=matrix, awards=tuple(awards), standings=tuple(standings),
-        ignored=tuple(sorted(ignored)),
-        leaderboards=_leaderboards(team_ids, rounds, sets, set_min, team_rounds, team_totals, tie_break))
+                decided = TIE_TEAM_ID
+            awards.append(Award(award=rule.name, place=place, team=t, value=value[t], decided_by=decided,
+                                tied_with=tied, excluded=excluded))
+            if place == 1:
+                winner[rule.name] = t
+    return tuple(awards), tuple(standings)
