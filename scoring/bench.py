@@ -7,6 +7,8 @@ Figures (targets from issue 2, on a 2-core machine):
 - pseudonymize 2000 x 400 (and write its pubtraces);
 - read + score the 80 MB ``conformance/anotraces/A2-4-4-0.csv.gz`` fixture: < 10 s
   (skipped with a message when ../shared/data/pwscup2019 is absent);
+- hostile input: a 10 MB line (digits, sets, invalid UTF-8) in the body and as the whole
+  file, for every reader, refused: < 10 s in all;
 - peak resident memory of the whole run: < 1 GB.
 
 The 2000 x 400 data tiles the Osaka practice traces ten times along time
@@ -27,6 +29,7 @@ import numpy as np
 
 from . import io as sio
 from . import scores
+from .errors import ValidationError
 from .grid import Grid
 from .pseudonymize import pseudonymize
 from .traces import AnonymizedTraces, SetTable, Traces
@@ -150,6 +153,25 @@ def run(repeat: int = 3, out=sys.stdout) -> list[tuple[str, float, str]]:
         print(f"    (s_U mean-loss = {values[0]!r}, mean-distance = {values[1]!r})", file=out)
     else:
         print(f"80 MB A2-4-4-0 fixture: skipped, {PWSCUP2019} not found", file=out)
+
+    def ten_megabyte_lines():
+        # hostile input (was a wall-clock assertion in tests/scoring/test_validation_properties.py):
+        # a 10 MB line in the body and as the whole file, for every reader, must be refused quickly
+        small = Traces(np.arange(1, 4), np.arange(1, 5), np.zeros((3, 4), dtype=np.int32))
+        readers = (lambda d: sio.read_traces(d, grid), lambda d: sio.read_anotraces(d, grid, small),
+                   lambda d: sio.read_pubtraces(d, grid), sio.read_ptable, lambda d: sio.read_etable(d, 3, 3),
+                   lambda d: sio.read_etraces(d, grid, small))
+        for line in (b"1" * 10_000_000, b"1 2 " * 2_500_000, b"\xff" * 10_000_000):
+            for read in readers:
+                for data in (b"reg_id\n1\n" + line + b"\n", line):
+                    try:
+                        read(data)
+                    except ValidationError:
+                        pass
+                    else:
+                        raise AssertionError("a 10 MB line was accepted")
+    t, _ = _best(ten_megabyte_lines, repeat)
+    row("hostile: 3 kinds of 10 MB line x 6 readers x 2 places, all refused", t, "< 10 s")
     peak = _peak_rss_mb()
     print(f"{'peak resident memory (whole run)':<58} {peak:9.0f} MB  < 1024 MB", file=out)
     rows.append(("peak resident memory MB", peak, "< 1024 MB"))

@@ -38,111 +38,138 @@ def test_schema_and_docs_are_served(db):
 
 
 def test_team_flow_over_the_api(generated, django_capture_on_commit_callbacks):
-    alpha = client_for("alpha1")
-    beta = client_for("beta1")
-    anon = APIClient()
-    assert anon.get("/api/contests/").status_code == 200
-    me = alpha.get("/api/contests/tc/me/").json()
-    assert me["team"]["number"] == 1 and not me["organizer"]
-    listing = alpha.get("/api/contests/tc/datasets/").json()
-    labels = {d["label"]: d for d in listing}
-    assert set(labels) == {"team001_data01", "team001_data02", "team005_data01", "team005_data02",
-                           "team006_data01", "team006_data02"}
-    assert labels["team001_data01"]["original"] is not None
-    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
-    r = alpha.get(f"/api/datasets/{ds.pk}/original/")
-    assert r.status_code == 200 and b"".join(r.streaming_content) == storage.read_bytes(ds.original)
-    assert r["X-Content-SHA256"] == ds.original.sha256
-    assert beta.get(f"/api/datasets/{ds.pk}/original/").status_code == 403
-    assert anon.get(f"/api/datasets/{ds.pk}/reference/").status_code in (401, 403)
-    assert alpha.get(f"/api/files/{ds.original.pk}/").status_code == 200
-    assert beta.get(f"/api/files/{ds.original.pk}/").status_code == 403
+    """A team's whole round over the API; each step is a function, so a failure names its step."""
+    flow = _ApiFlow(generated, django_capture_on_commit_callbacks)
+    flow.team_downloads_its_data()
+    flow.upload_is_scored_and_visible()
+    flow.malformed_upload_is_kept_and_rejected()
+    flow.other_teams_cannot_upload_and_errors_are_json()
+    flow.select_and_upload_limit()
+    flow.organizer_closes_the_phase()
+    flow.another_team_attacks()
+    flow.results_embargoed_then_published()
 
-    # upload (gzip) -> scored inline (eager jobs) -> visible with job status
-    content = anonymize_csv(ds)
-    with django_capture_on_commit_callbacks(execute=True):
-        r = alpha.post(f"/api/datasets/{ds.pk}/anonymized-sets/",
-                       {"file": SimpleUploadedFile("a.csv.gz", gzip.compress(content))}, format="multipart")
-    assert r.status_code == 202, r.content
-    aset = AnonymizedSet.objects.get(pk=r.json()["id"])
-    assert aset.status == "valid" and aset.s_u == pytest.approx(1.0)
-    job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk)
-    r = alpha.get(f"/api/jobs/{job.pk}/")
-    assert r.status_code == 200 and r.json()["status"] == "succeeded"
-    assert client_for("alpha2").get(f"/api/jobs/{job.pk}/").status_code == 200  # a teammate
-    assert beta.get(f"/api/jobs/{job.pk}/").status_code == 403
-    assert alpha.get(f"/api/anonymized-sets/{aset.pk}/").json()["s_u"] == pytest.approx(1.0)
-    assert beta.get(f"/api/anonymized-sets/{aset.pk}/").status_code == 403
-    scores = alpha.get("/api/contests/tc/scores/").json()
-    assert [s["value"] for s in scores["utility"]] == [pytest.approx(1.0)]
 
-    # a malformed upload: kept, rejected, errors as structured JSON
-    with django_capture_on_commit_callbacks(execute=True):
-        r = alpha.post(f"/api/datasets/{ds.pk}/anonymized-sets/",
-                       {"file": SimpleUploadedFile("bad.csv", b"reg_id\n1\nx\n")}, format="multipart")
-    bad = alpha.get(f"/api/anonymized-sets/{r.json()['id']}/").json()
-    assert bad["status"] == "rejected" and bad["errors"][0]["message"]
-    assert {"line", "column", "value", "message"} <= set(bad["errors"][0])
+class _ApiFlow:
+    """The steps of test_team_flow_over_the_api, in order; state passes through attributes."""
 
-    # another team cannot upload for us; errors are JSON
-    r = beta.post(f"/api/datasets/{ds.pk}/anonymized-sets/", {"file": SimpleUploadedFile("a.csv", content)},
-                  format="multipart")
-    assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
-    r = alpha.post(f"/api/datasets/{ds.pk}/anonymized-sets/", {}, format="multipart")
-    assert r.status_code == 400 and "file" in str(r.json()["error"]["issues"])
+    def __init__(self, generated, capture):
+        self.generated, self.capture = generated, capture
+        self.alpha, self.beta, self.anon = client_for("alpha1"), client_for("beta1"), APIClient()
+        self.judge = client_for("judge", "judge-pass")
+        self.ds = Dataset.objects.get(round__contest=self.generated, number=1, challenge=1)
+        self.rnd = self.generated.rounds.get()
 
-    # select, limit
-    assert alpha.post(f"/api/anonymized-sets/{aset.pk}/select/").json()["selected"] is True
-    generated.anonymized_upload_limit = 1
-    generated.save()
-    r = alpha.post(f"/api/datasets/{ds.pk}/anonymized-sets/", {"file": SimpleUploadedFile("a.csv", content)},
-                   format="multipart")
-    assert r.status_code == 429 and r.json()["error"]["code"] == "limit_reached"
+    def team_downloads_its_data(self):
+        assert self.anon.get("/api/contests/").status_code == 200
+        me = self.alpha.get("/api/contests/tc/me/").json()
+        assert me["team"]["number"] == 1 and not me["organizer"]
+        listing = self.alpha.get("/api/contests/tc/datasets/").json()
+        labels = {d["label"]: d for d in listing}
+        assert set(labels) == {"team001_data01", "team001_data02", "team005_data01", "team005_data02",
+                               "team006_data01", "team006_data02"}
+        assert labels["team001_data01"]["original"] is not None
+        r = self.alpha.get(f"/api/datasets/{self.ds.pk}/original/")
+        assert r.status_code == 200 and b"".join(r.streaming_content) == storage.read_bytes(self.ds.original)
+        assert r["X-Content-SHA256"] == self.ds.original.sha256
+        assert self.beta.get(f"/api/datasets/{self.ds.pk}/original/").status_code == 403
+        assert self.anon.get(f"/api/datasets/{self.ds.pk}/reference/").status_code in (401, 403)
+        assert self.alpha.get(f"/api/files/{self.ds.original.pk}/").status_code == 200
+        assert self.beta.get(f"/api/files/{self.ds.original.pk}/").status_code == 403
 
-    # organizer-only commands
-    rnd = generated.rounds.get()
-    assert alpha.post(f"/api/rounds/{rnd.pk}/close/").status_code == 403
-    assert alpha.post("/api/contests/tc/publish/").status_code == 403
-    judge = client_for("judge", "judge-pass")
-    generated.judge_attacks = ["I1-rand", "T1-rand"]
-    generated.save()
-    with django_capture_on_commit_callbacks(execute=True):
-        r = judge.post(f"/api/rounds/{rnd.pk}/close/")
-    assert r.status_code == 202
-    assert Phase.objects.get(round=rnd, kind="anonymization").closed_at is not None
-    ps = PublicSet.objects.get(dataset=ds)
-    assert ps.judge_attacks.count() == 2  # queued and run by the close job
+    def upload_is_scored_and_visible(self):
+        # upload (gzip) -> scored inline (eager jobs) -> visible with job status
+        self.content = anonymize_csv(self.ds)
+        with self.capture(execute=True):
+            r = self.alpha.post(f"/api/datasets/{self.ds.pk}/anonymized-sets/",
+                           {"file": SimpleUploadedFile("a.csv.gz", gzip.compress(self.content))}, format="multipart")
+        assert r.status_code == 202, r.content
+        self.aset = AnonymizedSet.objects.get(pk=r.json()["id"])
+        assert self.aset.status == "valid" and self.aset.s_u == pytest.approx(1.0)
+        job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=self.aset.pk)
+        r = self.alpha.get(f"/api/jobs/{job.pk}/")
+        assert r.status_code == 200 and r.json()["status"] == "succeeded"
+        assert client_for("alpha2").get(f"/api/jobs/{job.pk}/").status_code == 200  # a teammate
+        assert self.beta.get(f"/api/jobs/{job.pk}/").status_code == 403
+        assert self.alpha.get(f"/api/anonymized-sets/{self.aset.pk}/").json()["s_u"] == pytest.approx(1.0)
+        assert self.beta.get(f"/api/anonymized-sets/{self.aset.pk}/").status_code == 403
+        scores = self.alpha.get("/api/contests/tc/scores/").json()
+        assert [s["value"] for s in scores["utility"]] == [pytest.approx(1.0)]
 
-    # attack phase: beta downloads and attacks alpha's set
-    assert beta.get(f"/api/public-sets/{ps.pk}/pubtraces/").status_code == 200
-    assert beta.get(f"/api/public-sets/{ps.pk}/ptable/").status_code == 403
-    assert judge.get(f"/api/public-sets/{ps.pk}/ptable/").status_code == 200
-    assert {p["id"] for p in beta.get("/api/contests/tc/me/").json()["attack_targets"]} >= {ps.pk}
-    move_phase(rnd, Phase.ATTACK, -1, 5)
-    etable = ("user_id\n" + "\n".join(str(u) for u in range(1, generated.users_per_set + 1)) + "\n").encode()
-    with django_capture_on_commit_callbacks(execute=True):
-        r = beta.post(f"/api/public-sets/{ps.pk}/attacks/", {"file": SimpleUploadedFile("e.csv", etable),
-                                                              "kind": "etable"}, format="multipart")
-    assert r.status_code == 202, r.content
-    att = beta.get(f"/api/attacks/{r.json()['id']}/").json()
-    assert att["status"] == "valid" and 0.0 <= att["score"] <= 1.0
-    r = alpha.post(f"/api/public-sets/{ps.pk}/attacks/", {"file": SimpleUploadedFile("e.csv", etable),
-                                                           "kind": "etable"}, format="multipart")
-    assert r.status_code == 403  # own set
+    def malformed_upload_is_kept_and_rejected(self):
+        # a malformed upload: kept, rejected, errors as structured JSON
+        with self.capture(execute=True):
+            r = self.alpha.post(f"/api/datasets/{self.ds.pk}/anonymized-sets/",
+                           {"file": SimpleUploadedFile("bad.csv", b"reg_id\n1\nx\n")}, format="multipart")
+        bad = self.alpha.get(f"/api/anonymized-sets/{r.json()['id']}/").json()
+        assert bad["status"] == "rejected" and bad["errors"][0]["message"]
+        assert {"line", "column", "value", "message"} <= set(bad["errors"][0])
 
-    # results: embargoed, then published
-    assert anon.get("/api/contests/tc/leaderboard/").status_code in (401, 403)
-    assert judge.get("/api/contests/tc/results/?live=1").status_code == 200
-    with django_capture_on_commit_callbacks(execute=True):
-        assert judge.post("/api/contests/tc/publish/").status_code == 202
-    board = anon.get("/api/contests/tc/leaderboard/")
-    assert board.status_code == 200 and board.json()["team_totals"]
-    assert anon.get("/api/contests/tc/attack-matrix/").json()["matrix"]
-    awards = anon.get("/api/contests/tc/awards/").json()["awards"]
-    assert awards and all("team_name" in a for a in awards)
-    with django_capture_on_commit_callbacks(execute=True):
-        assert judge.post("/api/contests/tc/rescore/").status_code == 202
-    assert Job.objects.get(kind="rescore").status == "succeeded"
+    def other_teams_cannot_upload_and_errors_are_json(self):
+        # another team cannot upload for us; errors are JSON
+        r = self.beta.post(f"/api/datasets/{self.ds.pk}/anonymized-sets/", {"file": SimpleUploadedFile("a.csv", self.content)},
+                      format="multipart")
+        assert r.status_code == 403 and r.json()["error"]["code"] == "forbidden"
+        r = self.alpha.post(f"/api/datasets/{self.ds.pk}/anonymized-sets/", {}, format="multipart")
+        assert r.status_code == 400 and "file" in str(r.json()["error"]["issues"])
+
+    def select_and_upload_limit(self):
+        # select, limit
+        assert self.alpha.post(f"/api/anonymized-sets/{self.aset.pk}/select/").json()["selected"] is True
+        self.generated.anonymized_upload_limit = 1
+        self.generated.save()
+        r = self.alpha.post(f"/api/datasets/{self.ds.pk}/anonymized-sets/", {"file": SimpleUploadedFile("a.csv", self.content)},
+                       format="multipart")
+        assert r.status_code == 429 and r.json()["error"]["code"] == "limit_reached"
+
+    def organizer_closes_the_phase(self):
+        # organizer-only commands
+        assert self.alpha.post(f"/api/rounds/{self.rnd.pk}/close/").status_code == 403
+        assert self.alpha.post("/api/contests/tc/publish/").status_code == 403
+        self.generated.judge_attacks = ["I1-rand", "T1-rand"]
+        self.generated.save()
+        with self.capture(execute=True):
+            r = self.judge.post(f"/api/rounds/{self.rnd.pk}/close/")
+        assert r.status_code == 202
+        assert Phase.objects.get(round=self.rnd, kind="anonymization").closed_at is not None
+        self.ps = PublicSet.objects.get(dataset=self.ds)
+        assert self.ps.judge_attacks.count() == 2  # queued and run by the close job
+
+    def another_team_attacks(self):
+        # attack phase: beta downloads and attacks alpha's set
+        assert self.beta.get(f"/api/public-sets/{self.ps.pk}/pubtraces/").status_code == 200
+        assert self.beta.get(f"/api/public-sets/{self.ps.pk}/ptable/").status_code == 403
+        assert self.judge.get(f"/api/public-sets/{self.ps.pk}/ptable/").status_code == 200
+        assert {p["id"] for p in self.beta.get("/api/contests/tc/me/").json()["attack_targets"]} >= {self.ps.pk}
+        move_phase(self.rnd, Phase.ATTACK, -1, 5)
+        self.etable = ("user_id\n" + "\n".join(str(u) for u in range(1, self.generated.users_per_set + 1)) + "\n").encode()
+        with self.capture(execute=True):
+            r = self.beta.post(f"/api/public-sets/{self.ps.pk}/attacks/", {"file": SimpleUploadedFile("e.csv", self.etable),
+                                                                  "kind": "etable"}, format="multipart")
+        assert r.status_code == 202, r.content
+        att = self.beta.get(f"/api/attacks/{r.json()['id']}/").json()
+        assert att["status"] == "valid" and 0.0 <= att["score"] <= 1.0
+        r = self.alpha.post(f"/api/public-sets/{self.ps.pk}/attacks/", {"file": SimpleUploadedFile("e.csv", self.etable),
+                                                               "kind": "etable"}, format="multipart")
+        assert r.status_code == 403  # own set
+
+    def results_embargoed_then_published(self):
+        # results: embargoed, then published
+        assert self.anon.get("/api/contests/tc/leaderboard/").status_code in (401, 403)
+        assert self.judge.get("/api/contests/tc/results/?live=1").status_code == 200
+        with self.capture(execute=True):
+            assert self.judge.post("/api/contests/tc/publish/").status_code == 202
+        board = self.anon.get("/api/contests/tc/leaderboard/")
+        assert board.status_code == 200 and board.json()["team_totals"]
+        assert self.anon.get("/api/contests/tc/attack-matrix/").json()["matrix"]
+        awards = self.anon.get("/api/contests/tc/awards/").json()["awards"]
+        assert awards and all("team_name" in a for a in awards)
+        with self.capture(execute=True):
+            assert self.judge.post("/api/contests/tc/rescore/").status_code == 202
+        assert Job.objects.get(kind="rescore").status == "succeeded"
+
+
+
 
 
 def test_generate_endpoint(make_contest, django_capture_on_commit_callbacks):

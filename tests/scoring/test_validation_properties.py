@@ -10,9 +10,9 @@ cannot pass by rejecting everything.
 """
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,10 +89,36 @@ def rejected(kind: Kind, data: bytes, line: int | None = None) -> ValidationErro
     raise AssertionError(f"{kind.name}: accepted a malformed file {data[:200]!r}")
 
 
-def test_the_valid_files_are_accepted():
+def _arrays(value) -> list:
+    """The numpy arrays a reader returned, in a fixed order (a container's fields, or a tuple)."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, tuple):
+        return [a for v in value for a in _arrays(v)]
+    if dataclasses.is_dataclass(value):
+        return [a for f in dataclasses.fields(value) for a in _arrays(getattr(value, f.name))]
+    return []
+
+
+def test_the_valid_files_are_read_exactly():
+    """Each valid file reads back its content; a BOM and CRLF line ends change nothing."""
     for kind in KINDS.values():
-        kind.read(render(kind, kind.rows))
-        kind.read(b"\xef\xbb\xbf" + render(kind, kind.rows, crlf=True))
+        plain = kind.read(render(kind, kind.rows))
+        other = kind.read(b"\xef\xbb\xbf" + render(kind, kind.rows, crlf=True))
+        assert all(np.array_equal(a, b) for a, b in zip(_arrays(plain), _arrays(other), strict=True)), kind.name
+    assert np.array_equal(KINDS["traces"].read(render(KINDS["traces"], KINDS["traces"].rows)).regions, TRUTH.regions)
+    assert np.array_equal(KINDS["etraces"].read(render(KINDS["etraces"], KINDS["etraces"].rows)).regions, TRUTH.regions)
+    pse, users = KINDS["ptable"].read(render(KINDS["ptable"], KINDS["ptable"].rows))
+    assert pse.tolist() == [4, 5, 6] and users.tolist() == [2, 3, 1]
+    assert KINDS["etable"].read(render(KINDS["etable"], KINDS["etable"].rows)).tolist() == [2, 2, 1]
+    anon = KINDS["anotraces"].read(render(KINDS["anotraces"], KINDS["anotraces"].rows))
+    # the first user's cells: region 1, a deletion, the set {2, 1, 33}, region 4 (1-based in the file)
+    e = anon.events[0]
+    assert anon.events.shape == (3, 4) and e[0] == 0 and e[1] == anon.sets.DELETION and e[3] == 3
+    s = anon.sets
+    assert sorted(s.members[s.indptr[e[2]]:s.indptr[e[2] + 1]].tolist()) == [0, 1, 32]
+    pub = KINDS["pubtraces"].read(render(KINDS["pubtraces"], KINDS["pubtraces"].rows))
+    assert pub.user_ids.tolist() == [4, 5, 6] and pub.time_ids.tolist() == [5, 6, 7, 8]
 
 
 # ----------------------------------------------------------------------------- header
@@ -269,14 +295,13 @@ def test_garbage_inside_gzip_and_zip(name, junk):
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("line", [b"1" * 10_000_000, b"1 2 " * 2_500_000, b"\xff" * 10_000_000])
 def test_a_ten_megabyte_line(name, line):
+    """Refused with a short message (the time it takes is a figure of ``make bench``)."""
     kind = KINDS[name]
-    t0 = time.perf_counter()
     rows = [b",".join(r) for r in kind.rows]
     rows[1] = line
     e = rejected(kind, kind.header + b"\n" + b"\n".join(rows) + b"\n", line=3)
     assert len(str(e)) < 5000                                   # long values are cut in messages
     rejected(kind, line)                                        # the whole file one line, no header
-    assert time.perf_counter() - t0 < 10
 
 
 @pytest.mark.parametrize("name", ALL)

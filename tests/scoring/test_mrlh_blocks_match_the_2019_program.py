@@ -1,4 +1,4 @@
-"""Review check: A2-MRLH's blocks are the 2019 program's blocks, event for event.
+"""A2-MRLH's blocks are the 2019 program's blocks, event for event.
 
 Every event the official MRLH program kept (not ``*``) in the conformance
 anotraces must be exactly the block our A2-MRLH gives that event (the

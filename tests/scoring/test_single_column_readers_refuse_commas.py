@@ -1,4 +1,4 @@
-"""Review findings on the single-column readers (etable, etraces): a comma inside a cell.
+"""The single-column readers (etable, etraces) refuse a comma inside a cell.
 
 The one-column fast path accepted the comma byte as if it were a digit
 (``'1,2'`` parsed to 1*100 + (',' - '0')*10 + 2 = 62), so a malformed cell

@@ -1,4 +1,4 @@
-"""Review findings: the slot-of-day attacks on a contest time axis other than the 2019 default.
+"""The slot-of-day attacks follow the contest clock on a contest time axis other than the 2019 default.
 
 I3/T3 ("8:00-8:59") and T4/T5/T7 (slot of the day) took ``slots_per_day`` and
 ``home_slots`` as parameters with the 2019 defaults (20, "0,1") and nothing
