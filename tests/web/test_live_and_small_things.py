@@ -75,14 +75,15 @@ def test_choose_is_offered_on_valid_sets_only(generated, client_for, django_capt
 
 
 # ------------------------------------------------------------------ job page
-def test_job_page_live_block_carries_times_attempts_and_retry(generated, client_for):
+def test_job_page_live_block_carries_times_attempts_and_retry(generated, client_for, django_assert_max_num_queries):
     contest = generated
     judge = client_for("judge")
     job = jobs.create_job("score_anonymized", contest=contest, dispatch=False, anonymized_set_id=987654)
     page = judge.get(f"/console/{contest.slug}/jobs/{job.pk}/").content.decode()
     assert "status.json?details=1" in page and 'id="job-started">—' in page and "Retry" not in page
     jobs.execute(job.pk)  # fails: no such set
-    live = judge.get(f"/console/{contest.slug}/jobs/{job.pk}/status.json?details=1").json()
+    with django_assert_max_num_queries(12):
+        live = judge.get(f"/console/{contest.slug}/jobs/{job.pk}/status.json?details=1").json()
     assert live["finished"] is True and "Retry" in live["html"]
     assert 'id="job-attempts">1<' in live["html"] and 'id="job-finished">—' not in live["html"]
 
@@ -149,7 +150,7 @@ def test_demo_prints_every_login():
 
 
 # ------------------------------------------------------------------ attack targets
-def test_target_row_state(generated, client_for, django_capture_on_commit_callbacks):
+def test_target_row_state(generated, client_for, django_capture_on_commit_callbacks, django_assert_max_num_queries):
     contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
                                    django_capture_on_commit_callbacks)
     from contest.models import Phase
@@ -161,7 +162,8 @@ def test_target_row_state(generated, client_for, django_capture_on_commit_callba
                               target=target, kind="etable",
                               content=b"user_id\n" + b"".join(b"%d\n" % u for u in range(1, 21)), name="e.csv")
     beta = client_for("beta1")
-    state = beta.get(f"/c/{contest.slug}/team/targets/{target.pk}/state.json").json()
+    with django_assert_max_num_queries(20):  # a page read: the row's attacks and their jobs, nothing scored here
+        state = beta.get(f"/c/{contest.slug}/team/targets/{target.pk}/state.json").json()
     assert state["finished"] is True and "s_I = " in state["html"]
     assert "data-label=\"etables left\">1</td>" in state["html"]  # one etable left of two
 
