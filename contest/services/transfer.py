@@ -99,7 +99,11 @@ def export_contest(contest: m.Contest, dest) -> dict:
         doc[key] = [{f.name: _value(f, r, ids) for f in _fields(model)} for r in rows]
     with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_STORED) as z:
         z.writestr("contest.json", json.dumps(doc, indent=1, sort_keys=True))
+        written = set()
         for sf in files:
+            if sf.sha256 in written:  # the same content stored twice (e.g. equal figures): one entry
+                continue
+            written.add(sf.sha256)
             # Stored blobs are already compressed; the archive keeps the original bytes verbatim.
             z.writestr(f"files/{sf.sha256}", storage.read_bytes(sf), compress_type=zipfile.ZIP_DEFLATED)
     return doc

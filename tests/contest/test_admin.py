@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 from django.apps import apps
 from django.contrib import admin
-from django.utils.html import escape
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from django.utils.html import escape
 
 from contest.services import judge, uploads
 from tests.contest.conftest import anonymize_csv, user
