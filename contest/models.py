@@ -123,6 +123,12 @@ class Contest(models.Model):
     upload_size_limit = models.BigIntegerField(default=200 * 1024 * 1024, help_text="bytes, uncompressed")
     judge_attacks_enabled = models.BooleanField(default=True)
     judge_attacks = models.JSONField(default=_default_judge_attacks, help_text="registry names")
+    # Exact mode uses every event and every region of a generalized set; the 2019 judge's programs
+    # sampled (10% of events in I2/T2, at most 10 regions of a set), which changes attack scores
+    # (I2 on un-anonymized data: 0.919 exact against about 0.958 sampled on the Osaka set).
+    JUDGE_MODES = (("exact", "exact (every event)"),
+                   ("sample_2019", "2019 sampling (10% of events, at most 10 regions of a generalized set)"))
+    judge_attack_mode = models.CharField(max_length=12, choices=JUDGE_MODES, default="exact")
     time_zone = models.CharField(max_length=64, default="Asia/Tokyo")
     award_variant = models.CharField(max_length=10, choices=AWARD_VARIANTS, default="2019-v1.4")
     tie_break = models.CharField(max_length=40, choices=TIE_BREAKS, default="earlier-final-submission")

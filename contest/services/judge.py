@@ -113,6 +113,13 @@ def attack_seed(contest_seed: int, ps: PublicSet, algorithm: str) -> int:
     return derived_seed(contest_seed, ps.dataset.round.number, ps.dataset.label, algorithm)
 
 
+def judge_mode_params(contest, algorithm) -> dict:
+    """The contest's judge mode as the attack's parameters: ``sample_2019`` where the attack has it."""
+    if contest.judge_attack_mode == "sample_2019" and "sample_2019" in {p.name for p in algorithm.params}:
+        return {"sample_2019": True}
+    return {}
+
+
 def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     """Run every enabled judge attack not yet run on ``ps`` and store its output and score."""
     ps = PublicSet.objects.select_related("dataset__round__contest", "dataset__reference", "dataset__original",
@@ -132,7 +139,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
         algorithm = get(name)
         seed = attack_seed(contest.seed, ps, name)
         # The slot-of-day attacks (I3/T3's 8:00-8:59) follow this contest's clock, not 2019's.
-        params = algorithm.resolve(algorithm.axis_params(axis))
+        params = algorithm.resolve({**algorithm.axis_params(axis), **judge_mode_params(contest, algorithm)})
         out = algorithm.run(grid, reference, pub, seed=seed, **params)
         if algorithm.kind not in ATTACK_KINDS:
             raise ValueError(f"judge attack {name} is a {algorithm.kind}, not an attack")

@@ -78,7 +78,7 @@ class ContestForm(forms.ModelForm):
         model = Contest
         fields = ["name", "slug", "description", "users_per_set", "slots_per_day", "s_req", "lambda_u", "lambda_t",
                   "utility_convention", "hospital_weight", "anonymized_upload_limit", "etable_limit", "etraces_limit",
-                  "time_zone", "award_variant", "tie_break", "synthesizer", "seed"]
+                  "time_zone", "award_variant", "tie_break", "judge_attack_mode", "synthesizer", "seed"]
         labels = {
             "users_per_set": _("Users per set (m)"), "slots_per_day": _("Slots per day (S)"),
             "s_req": _("Required utility s_req"), "lambda_u": _("λ_U (km)"), "lambda_t": _("λ_T (km)"),
@@ -86,6 +86,7 @@ class ContestForm(forms.ModelForm):
             "anonymized_upload_limit": _("Anonymized uploads per challenge"),
             "etable_limit": _("etables per (attacker, target)"), "etraces_limit": _("etraces per (attacker, target)"),
             "time_zone": _("Time zone"), "award_variant": _("Award rule"), "tie_break": _("Tie-break"),
+            "judge_attack_mode": _("Judge attack mode"),
         }
 
     def clean_time_zone(self):

@@ -221,7 +221,7 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
         "c-utility_convention": "mean-distance", "c-hospital_weight": 10.0, "c-anonymized_upload_limit": 3,
         "c-etable_limit": 2, "c-etraces_limit": 2, "c-time_zone": "Asia/Tokyo",
         "c-award_variant": "2019-v1.4", "c-tie_break": "earlier-final-submission",
-        "c-synthesizer": "city", "c-seed": 7,
+        "c-judge_attack_mode": "sample_2019", "c-synthesizer": "city", "c-seed": 7,
         "r-name": "Final", "r-weight": 1.0, "r-ref_days": 1, "r-org_days": 1,
         "r-anonymization_opens": "2020-01-01T10:00", "r-anonymization_closes": "2099-01-01T10:00",
         "r-attack_opens": "2099-01-02T10:00", "r-attack_closes": "2099-01-03T10:00",
@@ -232,6 +232,7 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
     phase = Phase.objects.get(round__contest=contest, kind=Phase.ANONYMIZATION)
     assert phase.opens_at.astimezone(contest.tz).hour == 10  # form times are in the contest's zone
     assert contest.users_per_set == 12 and contest.organizers.filter(username="boss").exists()
+    assert contest.judge_attack_mode == "sample_2019"
     for name in ("Red", "Blue"):
         assert boss.post(f"/console/{contest.slug}/teams/add/", {"name": name}).status_code == 302
     red = Team.objects.get(contest=contest, name="Red")
