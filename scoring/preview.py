@@ -167,7 +167,8 @@ def preview(grid: Grid, reference: Traces, original: Traces, anonymized: Anonymi
             attacks: list[str] | None = None, axis: TimeAxis | None = None,
             convention: str = "mean-distance", lambda_u: float = 2.0, s_req: float = 0.7,
             lambda_t: float = 2.0, hospital_weight: float = 10.0,
-            pseudonymized: Pseudonymized | None = None) -> Preview:
+            pseudonymized: Pseudonymized | None = None, seeds: dict[str, int] | None = None,
+            params: dict[str, dict] | None = None) -> Preview:
     """Score ``anonymized`` for utility and attack it as the judge would.
 
     Args:
@@ -179,15 +180,20 @@ def preview(grid: Grid, reference: Traces, original: Traces, anonymized: Anonymi
         attacks: attack names (default: the judge's defaults, I1-I3 and T1-T3).
         pseudonymized: an existing pseudonymization of ``anonymized`` to attack
             instead of drawing one (the judge's own, to compare).
+        seeds: per-attack seed overrides (name -> seed), e.g. the seeds the
+            judge derived for a public set, to reproduce its run exactly.
+        params: per-attack parameter overrides (name -> {param: value}), e.g. the
+            contest's judge mode (``sample_2019``).
     Every attack runs even on an invalid set (it is a preview); ``valid`` says
     whether the judge would attack it at all.
     """
     s_u = scores.utility(grid, original, anonymized, convention=convention, lambda_u=lambda_u)
     pseud = pseudonymized or pseudonymize(anonymized, seed=seed)
     names = attacks if attacks is not None else [a.name for a in judge_defaults()]
-    outcomes = [run_attack(name, grid, reference, pseud.pubtraces, seed=derived_seed(seed, name),
+    seeds = seeds or {}
+    outcomes = [run_attack(name, grid, reference, pseud.pubtraces, seed=seeds.get(name, derived_seed(seed, name)),
                            original=original, true_users=pseud.user_ids, axis=axis, lambda_t=lambda_t,
-                           hospital_weight=hospital_weight)
+                           hospital_weight=hospital_weight, params=(params or {}).get(name))
                 for name in names]
     return Preview(float(s_u), scores.is_valid(s_u, s_req), outcomes, pseud)
 

@@ -14,6 +14,7 @@ from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase
 from contest.services import audit, data, jobs, results, storage
 from contest.services.uploads import score_anonymized_set
 from scoring.algorithms.registry import get
+from scoring.preview import run_attack
 from scoring.pseudonymize import pseudonymize
 from scoring.seeds import derived_seed
 from scoring.traces import AnonymizedTraces
@@ -120,6 +121,15 @@ def judge_mode_params(contest, algorithm) -> dict:
     return {}
 
 
+def preview_settings(contest, round_: Round) -> dict:
+    """The keyword arguments of ``scoring.preview.preview`` that make it attack as this contest's judge does:
+    its attacks, clock, judge mode and scoring parameters (the seeds are the caller's)."""
+    return {"attacks": list(contest.judge_attacks), "axis": round_.time_axis(),
+            "convention": contest.utility_convention, "lambda_u": contest.lambda_u, "s_req": contest.s_req,
+            "lambda_t": contest.lambda_t, "hospital_weight": contest.hospital_weight,
+            "params": {name: judge_mode_params(contest, get(name)) for name in contest.judge_attacks}}
+
+
 def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     """Run every enabled judge attack not yet run on ``ps`` and store its output and score."""
     ps = PublicSet.objects.select_related("dataset__round__contest", "dataset__reference", "dataset__original",
@@ -132,28 +142,31 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
         return []
     reference = data.traces(ds.reference, grid)
     pub = data.pubtraces(ps.pubtraces, grid)
+    truth = data.traces(ds.original, grid)
+    true_users = data.ptable(ps.ptable)[1]
     axis = ds.round.time_axis()
     done = []
     for i, name in enumerate(names):
         jobs.progress(job, i / len(names), f"{name} on {ds.label}")
         algorithm = get(name)
-        seed = attack_seed(contest.seed, ps, name)
-        # The slot-of-day attacks (I3/T3's 8:00-8:59) follow this contest's clock, not 2019's.
-        params = algorithm.resolve({**algorithm.axis_params(axis), **judge_mode_params(contest, algorithm)})
-        out = algorithm.run(grid, reference, pub, seed=seed, **params)
         if algorithm.kind not in ATTACK_KINDS:
             raise ValueError(f"judge attack {name} is a {algorithm.kind}, not an attack")
+        # The one attack path the privacy preview also takes (scoring.preview.run_attack); the
+        # slot-of-day attacks (I3/T3's 8:00-8:59) follow this contest's clock, not 2019's.
+        outcome = run_attack(algorithm, grid, reference, pub, seed=attack_seed(contest.seed, ps, name),
+                             original=truth, true_users=true_users, axis=axis, lambda_t=contest.lambda_t,
+                             hospital_weight=contest.hospital_weight, params=judge_mode_params(contest, algorithm))
         kind = AttackKind(algorithm.kind)
-        value = data.attack_value(contest, kind, out, data.secret_truth(ps, kind))
-        content = data.etable_csv(out) if kind is AttackKind.REIDENTIFICATION else data.etraces_csv(out)
+        content = (data.etable_csv(outcome.output) if kind is AttackKind.REIDENTIFICATION
+                   else data.etraces_csv(outcome.output))
         metric, fname = ScoreKind(kind), f"{kind.file_kind}_{name}-{ds.label}_{ds.round.number:03d}.csv"
         try:
             with transaction.atomic():
                 stored = storage.store_bytes(content, fname)
                 result = JudgeAttackResult.objects.create(public_set=ps, algorithm=name, kind=algorithm.kind,
-                                                          params=params, seed=seed, output=stored,
-                                                          score=value)
-                Score.objects.create(dataset=ds, metric=metric, value=value, judge_attack=result)
+                                                          params=outcome.params, seed=outcome.seed, output=stored,
+                                                          score=outcome.score)
+                Score.objects.create(dataset=ds, metric=metric, value=outcome.score, judge_attack=result)
             done.append(result)
         except IntegrityError:
             pass  # a concurrent duplicate run stored it first
