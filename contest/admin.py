@@ -82,6 +82,11 @@ class AnonymizedSetAdmin(ReadOnlyAdmin):
     list_filter = ("status", "final", "dataset__round")
 
 
+@admin.register(m.PrivacyPreview)
+class PrivacyPreviewAdmin(ReadOnlyAdmin):
+    list_display = ("anonymized_set", "seed", "computed_at")
+
+
 @admin.register(m.PublicSet)
 class PublicSetAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "anonymized_set", "commitment", "created_at")

@@ -311,6 +311,26 @@ class AnonymizedSet(models.Model):
         return f"anotraces {self.dataset.label} #{self.seq} ({self.status})"
 
 
+class PrivacyPreview(models.Model):
+    """The judge's sample attacks on one valid upload, against the team's own reference traces R.
+
+    Computed by the low-priority ``privacy_preview`` job after the upload is
+    scored (a private pseudonymization, never published). A team's view only:
+    nothing here enters the results (no Score or JudgeAttackResult rows).
+    """
+
+    anonymized_set = models.OneToOneField(AnonymizedSet, on_delete=models.CASCADE, related_name="preview")
+    summary = models.JSONField(help_text="scoring.preview.Preview.as_dict() plus the riskiest users and the version")
+    per_user = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+",
+                                 help_text="per-user risk CSV (scoring.preview.PER_USER_HEADER)")
+    leak_map = models.JSONField(help_text="scoring.preview.leak_map as lists of M counts")
+    seed = models.BigIntegerField()
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"preview of {self.anonymized_set}"
+
+
 class PublicSet(models.Model):
     """A pseudonymized set published in the attack phase (SPEC 6)."""
 

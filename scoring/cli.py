@@ -124,10 +124,9 @@ def cmd_validate(args) -> int:
 
 
 def cmd_preview(args) -> int:
-    import csv
     import secrets
 
-    from .preview import per_user_rows, preview
+    from .preview import per_user_csv, per_user_rows, preview
     grid = _grid(args)
     axis = TimeAxis.from_info_time(args.time) if args.time else None
     reference = _read_truth(args.reference, grid)
@@ -145,11 +144,8 @@ def cmd_preview(args) -> int:
     print(f"s_I,min {result.s_i_min!r}")
     print(f"s_T,min {result.s_t_min!r}")
     if args.per_user:
-        header, rows = per_user_rows(truth, result.attacks)
-        with open(args.per_user, "w", newline="") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(header)
-            writer.writerows(rows)
+        with open(args.per_user, "wb") as fh:
+            fh.write(per_user_csv(*per_user_rows(truth, result.attacks)))
     return 0
 
 

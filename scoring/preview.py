@@ -20,6 +20,8 @@ pseudonym order was.
 """
 from __future__ import annotations
 
+import csv
+import io
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -232,6 +234,15 @@ def per_user_rows(original: Traces, outcomes: list[AttackOutcome]) -> tuple[tupl
     rows = [(int(original.user_ids[i]), by[i], int(n_hit[i]), float(err_min[i]), worst_name[i],
              float(i_share[i]), float(t_share[i])) for i in range(m)]
     return PER_USER_HEADER, rows
+
+
+def per_user_csv(header: tuple, rows: list[tuple]) -> bytes:
+    """The per-user risk table of :func:`per_user_rows` as CSV bytes, header first."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue().encode()
 
 
 def leak_map(grid: Grid, original: Traces, anonymized: AnonymizedTraces, outcomes: list[AttackOutcome], *,

@@ -31,7 +31,12 @@ HANDLERS = {
     "judge_attacks": "contest.services.judge:judge_attacks_job",
     "compute_results": "contest.services.results:compute_results_job",
     "rescore": "contest.services.results:rescore_job",
+    "privacy_preview": "contest.services.previews:privacy_preview_job",
 }
+
+#: Celery message priority per job kind (Redis: 0 is served first, 9 last); other kinds get 0.
+#: A privacy preview is a team's convenience and must never delay scoring or a phase close.
+PRIORITY = {"privacy_preview": 9}
 
 
 class TransientJobError(Exception):
@@ -70,7 +75,7 @@ def send(job: Job) -> None:
     from contest.tasks import run_job
 
     def _send():
-        result = run_job.delay(job.pk)
+        result = run_job.apply_async((job.pk,), priority=PRIORITY.get(job.kind, 0))
         if result is not None and result.id and not run_job.app.conf.task_always_eager:
             Job.objects.filter(pk=job.pk, celery_id="").update(celery_id=result.id)
 

@@ -179,8 +179,29 @@ def judge_attacks_job(job, public_set_id: int) -> str:
     return f"{len(done)} judge attacks run on {ps.dataset.label}"
 
 
+def anonymization_closing(round_: Round, now=None) -> bool:
+    """Whether ``round_``'s anonymization phase is past its deadline, closed, or has a close queued."""
+    now = now or timezone.now()
+    if Phase.objects.filter(round=round_, kind=Phase.ANONYMIZATION).exclude(
+            closed_at__isnull=True, closes_at__gt=now).exists():
+        return True
+    return close_queued(round_.pk)
+
+
+def close_queued(round_id: int) -> bool:
+    """Whether a close of the round's anonymization phase is queued or running."""
+    return Job.objects.filter(kind="close_anonymization", args__round_id=round_id,
+                              status__in=(Job.QUEUED, Job.RUNNING)).exists()
+
+
 def request_close(round_: Round, *, user=None):
-    """Queue the close of the round's anonymization phase (organizer command or deadline)."""
+    """Queue the close of the round's anonymization phase (organizer command or deadline).
+
+    The close pre-empts the round's queued privacy previews (low-priority team
+    views): they are marked done as skipped so the workers reach the close first.
+    """
+    Job.objects.filter(kind="privacy_preview", args__round_id=round_.pk, status=Job.QUEUED).update(
+        status=Job.SUCCEEDED, finished_at=timezone.now(), message="skipped: the anonymization phase closed")
     return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)
 
 
@@ -210,9 +231,7 @@ def close_due_phases(now=None) -> int:
     now = now or timezone.now()
     n = 0
     for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
-        already = Job.objects.filter(kind="close_anonymization", args__round_id=phase.round_id,
-                                     status__in=(Job.QUEUED, Job.RUNNING)).exists()
-        if not already:
+        if not close_queued(phase.round_id):
             with transaction.atomic():
                 request_close(phase.round)
             n += 1

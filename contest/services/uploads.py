@@ -169,6 +169,10 @@ def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> st
     jobs.progress(job, 1.0, f"anonymized set #{aset.seq}: {aset.status}")
     if aset.status == AnonymizedSet.REJECTED:
         return f"rejected: {aset.error_total} problem(s)"
+    if aset.status == AnonymizedSet.VALID and not force:
+        # The privacy preview follows a valid upload (contest.services.previews; low priority).
+        jobs.create_job("privacy_preview", contest=aset.dataset.round.contest, user=job.created_by if job else None,
+                        anonymized_set_id=aset.pk, round_id=aset.dataset.round_id)
     return f"s_U = {aset.s_u:.4f} ({aset.status})"
 
 

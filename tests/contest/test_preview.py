@@ -1,14 +1,18 @@
 """The privacy preview on the platform: the judge's own attack path, the preview job, its isolation from results."""
 from __future__ import annotations
 
+import csv
+import io
+
 import numpy as np
 import pytest
 
-from contest.models import Dataset, JudgeAttackResult, PublicSet
-from contest.services import data, judge, storage, uploads
+import scoring
+from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, PrivacyPreview, PublicSet, Score
+from contest.services import data, jobs, judge, previews, results, storage, uploads
 from scoring.preview import preview
 from scoring.pseudonymize import Pseudonymized
-from tests.contest.conftest import anonymize_csv, user
+from tests.contest.conftest import SMALL_USERS, anonymize_csv, user
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +51,79 @@ def test_preview_on_the_judges_pseudonymized_set_and_seeds_equals_the_judges_run
         assert written == out
     assert p.s_i_min == min(r.score for r in stored.values() if r.kind == "reidentification")
     assert not np.isnan(p.s_t_min)
+
+
+def _upload(contest, team, challenge, capture, algorithm="A4-PL", **params):
+    ds = _team_ds(contest, team, challenge)
+    with capture(execute=True):
+        aset = uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds, name="a.csv",
+                                             content=anonymize_csv(ds, algorithm, seed=team, **params))
+    aset.refresh_from_db()
+    return aset
+
+
+def test_a_valid_upload_gets_its_preview_by_a_low_priority_job(generated, django_capture_on_commit_callbacks):
+    aset = _upload(generated, 1, 1, django_capture_on_commit_callbacks)
+    assert aset.status == AnonymizedSet.VALID
+    job = Job.objects.get(kind="privacy_preview")
+    assert job.status == Job.SUCCEEDED and job.args == {"anonymized_set_id": aset.pk, "round_id": aset.dataset.round_id}
+    assert jobs.PRIORITY["privacy_preview"] > jobs.PRIORITY.get("score_anonymized", 0)
+    p = PrivacyPreview.objects.get(anonymized_set=aset)
+    # the stored figures are scoring.preview's on the same set with the same seed and the judge's settings
+    ds, grid = aset.dataset, generated.grid()
+    truth = data.traces(ds.original, grid)
+    anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
+    rnd = ds.round
+    again = preview(grid, data.traces(ds.reference, grid), truth, anon, seed=p.seed,
+                    **judge.preview_settings(generated, rnd))
+    s = p.summary
+    assert s["s_u"] == aset.s_u and s["valid"] is True
+    assert [(a["name"], a["score"]) for a in s["attacks"]] == [(a.name, a.score) for a in again.attacks]
+    assert s["s_i_min"] == again.s_i_min and s["s_t_min"] == again.s_t_min
+    assert s["version"] == scoring.__version__ and s["users"] == SMALL_USERS
+    # the per-user CSV sums to the set's preview scores (minimum s_I and minimum s_T)
+    rows = list(csv.DictReader(io.StringIO(storage.read_bytes(p.per_user).decode())))
+    assert [int(r["user_id"]) for r in rows] == list(range(1, SMALL_USERS + 1))
+    assert sum(float(r["s_i_contribution"]) for r in rows) == pytest.approx(s["s_i_min"], abs=1e-12)
+    assert sum(float(r["s_t_contribution"]) for r in rows) == pytest.approx(s["s_t_min"], abs=1e-12)
+    # the riskiest users first: named by the most attacks
+    top = s["top_users"]
+    assert len(top) == min(SMALL_USERS, previews.TOP_USERS)
+    assert top[0][2] == max(int(r["n_reidentified"]) for r in rows)
+    assert len(p.leak_map["home"]) == grid.M and p.leak_map["users"] == s["reidentified_users"]
+    assert sum(p.leak_map["home"]) == p.leak_map["users"]
+    # idempotent: a second delivery stores nothing new
+    assert previews.compute_preview(aset) == p and PrivacyPreview.objects.count() == 1
+
+
+def test_an_invalid_upload_gets_no_preview(generated, django_capture_on_commit_callbacks):
+    aset = _upload(generated, 1, 1, django_capture_on_commit_callbacks, "A3-kRR", eps=0.0)
+    assert aset.status == AnonymizedSet.INVALID
+    assert not Job.objects.filter(kind="privacy_preview").exists() and not PrivacyPreview.objects.exists()
+
+
+def test_nothing_of_the_preview_enters_the_results(generated, django_capture_on_commit_callbacks):
+    aset = _upload(generated, 1, 1, django_capture_on_commit_callbacks)
+    assert PrivacyPreview.objects.filter(anonymized_set=aset).exists()
+    # the only score is the upload's utility; no judge attack ran, nothing was published
+    assert list(Score.objects.values_list("metric", "anonymized_set")) == [("utility", aset.pk)]
+    assert JudgeAttackResult.objects.count() == 0 and PublicSet.objects.count() == 0
+    snapshot = results.compute(generated)
+    PrivacyPreview.objects.all().delete()
+    assert results.compute(generated) == snapshot
+
+
+def test_a_phase_close_pre_empts_queued_previews(generated, django_capture_on_commit_callbacks):
+    ds = _team_ds(generated, 1, 1)
+    with django_capture_on_commit_callbacks(execute=False) as queued:  # the worker has not run anything yet
+        aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv")
+    for send in queued:
+        send()  # the upload is scored; its preview job is queued but not yet run
+    preview_job = Job.objects.get(kind="privacy_preview")
+    rnd = generated.rounds.get()
+    with django_capture_on_commit_callbacks(execute=False):
+        judge.request_close(rnd)
+    preview_job.refresh_from_db()
+    assert preview_job.status == Job.SUCCEEDED and "skipped" in preview_job.message
+    # a preview that starts once the close is queued does nothing
+    assert previews.compute_preview(aset) is None and not PrivacyPreview.objects.exists()

@@ -1,0 +1,75 @@
+"""The privacy preview of an upload: the judge's sample attacks on a team's own set before the deadline.
+
+After an anonymized set is scored valid, a low-priority ``privacy_preview``
+job pseudonymizes it privately (the ID table is never stored or shown) and
+runs ``scoring.preview.preview`` with the team's own reference traces R, the
+contest's judge attacks, clock, judge mode and scoring parameters: what the
+2019 teams did by hand with the sample programs. It stores the summary, the
+per-user risk CSV and the leak map on a :class:`~contest.models.PrivacyPreview`.
+
+Nothing of it enters the results: no Score or JudgeAttackResult row is
+written. A phase close pre-empts previews: requesting the close marks the round's
+queued preview jobs skipped (``judge.request_close``), and a preview job that
+starts once the phase is closing does nothing.
+"""
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+import scoring
+from contest.models import AnonymizedSet, PrivacyPreview
+from contest.services import data, jobs, storage
+from contest.services.judge import anonymization_closing, preview_settings
+from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
+from scoring.seeds import derived_seed
+
+#: Riskiest users kept in the summary for the team page (the CSV has them all).
+TOP_USERS = 10
+
+
+def risk_order(row: tuple) -> tuple:
+    """Sort key of a per-user row, riskiest first: named by more attacks, then smaller trace error."""
+    return -row[2], row[3], row[0]
+
+
+def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
+    """Run the preview of ``aset`` once (idempotent); None if it is not valid or the phase is closing."""
+    aset = AnonymizedSet.objects.select_related("dataset__round__contest", "dataset__original",
+                                                "dataset__reference", "file").get(pk=aset.pk)
+    existing = PrivacyPreview.objects.filter(anonymized_set=aset).first()
+    if existing is not None or aset.status != AnonymizedSet.VALID:
+        return existing
+    ds = aset.dataset
+    round_, contest = ds.round, ds.round.contest
+    if anonymization_closing(round_):
+        return None
+    grid = contest.grid()
+    jobs.progress(job, 0.1, f"preview of {ds.label} #{aset.seq}")
+    truth = data.traces(ds.original, grid)
+    reference = data.traces(ds.reference, grid)
+    anon = data.anotraces(storage.read_csv_bytes(aset.file, contest.upload_size_limit), grid, truth)
+    seed = derived_seed(contest.seed, round_.number, ds.label, "preview", aset.seq)
+    settings = preview_settings(contest, round_)
+    result = preview(grid, reference, truth, anon, seed=seed, **settings)
+    header, rows = per_user_rows(truth, result.attacks)
+    leaks = leak_map(grid, truth, anon, result.attacks, axis=settings["axis"])
+    top = sorted(rows, key=risk_order)[:TOP_USERS]
+    summary = {**result.as_dict(), "version": scoring.__version__, "users": truth.m,
+               "reidentified_users": leaks["users"], "header": list(header), "top_users": [list(r) for r in top]}
+    try:
+        with transaction.atomic():
+            stored = storage.store_bytes(per_user_csv(header, rows), f"preview_{ds.label}_{round_.number:03d}"
+                                                                     f"_{aset.seq}.csv")
+            return PrivacyPreview.objects.create(
+                anonymized_set=aset, summary=summary, per_user=stored, seed=seed,
+                leak_map={k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in leaks.items()})
+    except IntegrityError:
+        return PrivacyPreview.objects.get(anonymized_set=aset)  # a duplicate delivery stored it first
+
+
+def privacy_preview_job(job, anonymized_set_id: int, round_id: int | None = None) -> str:
+    """Job handler; ``round_id`` is in the arguments so a phase close finds the round's queued previews."""
+    p = compute_preview(AnonymizedSet(pk=anonymized_set_id), job=job)
+    if p is None:
+        return "no preview: the set is not valid or the anonymization phase is closing"
+    return f"preview: s_I,min {p.summary['s_i_min']}, s_T,min {p.summary['s_t_min']}"
