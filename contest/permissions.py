@@ -52,6 +52,7 @@ from contest.models import (
     JudgeAttackResult,
     Membership,
     Phase,
+    PrivacyPreview,
     PublicSet,
     Team,
 )
@@ -174,6 +175,13 @@ def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
     return deny("an anonymized upload is visible to its team and the organizers only")
 
 
+def can_read_preview(user, aset: AnonymizedSet) -> Decision:
+    """The privacy preview of an upload (summary, per-user risk CSV, leak map): its team and the organizers."""
+    if can_read_anonymized_set(user, aset):
+        return ALLOW
+    return deny("a privacy preview is visible to its team and the organizers only")
+
+
 def can_read_attack(user, attack: Attack) -> Decision:
     if is_organizer(user, attack.attacker.contest) or is_member(user, attack.attacker):
         return ALLOW
@@ -203,6 +211,10 @@ def can_read_file(user, stored_file) -> Decision:
             return ALLOW
     for a in AnonymizedSet.objects.filter(file_id=fid):
         if can_read_anonymized_set(user, a):
+            return ALLOW
+    for p in PrivacyPreview.objects.filter(per_user_id=fid).select_related("anonymized_set__dataset__round__contest",
+                                                                         "anonymized_set__team"):
+        if can_read_preview(user, p.anonymized_set):
             return ALLOW
     for a in Attack.objects.filter(file_id=fid):
         if can_read_attack(user, a):

@@ -11,6 +11,7 @@ from contest.models import (
     Dataset,
     Job,
     Phase,
+    PrivacyPreview,
     PublicSet,
     Round,
     Score,
@@ -101,6 +102,16 @@ class AnonymizedSetSerializer(serializers.ModelSerializer):
         model = AnonymizedSet
         fields = ["id", "dataset", "dataset_label", "round", "seq", "file", "status", "errors", "error_total", "s_u",
                   "valid", "selected", "final", "created_at", "scored_at"]
+
+
+class PrivacyPreviewSerializer(serializers.ModelSerializer):
+    """A privacy preview: the judge's sample attacks only (other teams' attacks come later); not results."""
+
+    per_user = StoredFileSerializer(read_only=True)
+
+    class Meta:
+        model = PrivacyPreview
+        fields = ["anonymized_set", "seed", "computed_at", "summary", "leak_map", "per_user"]
 
 
 class PublicSetSerializer(serializers.ModelSerializer):

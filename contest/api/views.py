@@ -6,7 +6,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import NotAuthenticated, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from contest import permissions, selectors
 from contest.api import serializers as S
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import results as results_service
 from contest.services import setup as setup_service
 from contest.services import storage, uploads
@@ -217,6 +217,35 @@ class AnonymizedSetDetail(APIView):
         aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
         _require(permissions.can_read_anonymized_set(request.user, aset), request.user)
         return Response(S.AnonymizedSetSerializer(aset).data)
+
+
+def _preview_of(request, pk) -> PrivacyPreview:
+    aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
+    _require(permissions.can_read_preview(request.user, aset), request.user)
+    p = PrivacyPreview.objects.select_related("per_user").filter(anonymized_set=aset).first()
+    if p is None:
+        raise NotFound("no privacy preview of this upload (not valid, or its preview job has not run yet)")
+    return p
+
+
+class AnonymizedSetPreview(APIView):
+    """The privacy preview of an upload: the judge's sample attacks only; other teams' attacks come later."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=S.PrivacyPreviewSerializer)
+    def get(self, request, pk):
+        return Response(S.PrivacyPreviewSerializer(_preview_of(request, pk)).data)
+
+
+class AnonymizedSetPreviewCSV(APIView):
+    """The per-user risk table of an upload's privacy preview (CSV)."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="per-user risk CSV")})
+    def get(self, request, pk):
+        return stream_file(_preview_of(request, pk).per_user)
 
 
 class AnonymizedSetSelect(APIView):

@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PublicSet, Round, StoredFile, Team
+from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import figures, storage, uploads
 
 from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
@@ -71,7 +71,11 @@ _SCORING_JOB = {AnonymizedSet: ("score_anonymized", "anonymized_set_id"), Attack
 def _latest_jobs(model, ids) -> dict:
     """The latest scoring job of each upload (``model`` AnonymizedSet or Attack) by id: one query,
     however many uploads, so the dashboard's query count does not grow with them."""
-    kind, key = _SCORING_JOB[model]
+    return _latest_jobs_of(*_SCORING_JOB[model], ids)
+
+
+def _latest_jobs_of(kind: str, key: str, ids) -> dict:
+    """The latest job of ``kind`` of each object whose id is the job argument ``key``, by id (one query)."""
     latest = {}
     if ids:
         for job in Job.objects.filter(kind=kind, **{f"args__{key}__in": list(ids)}).order_by("created_at", "id"):
@@ -113,9 +117,13 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     current_final = final or selected or default_final
     job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
+    _add_previews(states)
+    shown = next((u for u in states if u["preview"] is not None), None)
     return {
         "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
-        "uploads": states, "counted": counted, "pending": any(not u["finished"] for u in states),
+        "uploads": states, "counted": counted,
+        "pending": any(not u["finished"] or u["preview_pending"] for u in states),
+        "preview": _preview_block(contest, ds, shown["aset"], shown["preview"]) if shown else None,
         "limit": contest.anonymized_upload_limit, "remaining": max(contest.anonymized_upload_limit - counted, 0),
         "final": final, "selected": selected, "default_final": default_final,
         "current_final_id": current_final.pk if current_final else None,
@@ -123,6 +131,54 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
         "can_upload": anon_open and counted < contest.anonymized_upload_limit,
         "form": UploadForm(auto_id=f"id_ds{ds.pk}_%s"),
     }
+
+
+def _add_previews(states: list[dict]) -> None:
+    """Put each upload's privacy preview (or None) and whether it is still to come into its state dict.
+
+    A valid upload's preview is still to come while its preview job is queued or running, or
+    while its scoring job (which queues the preview) has not finished. Two queries at most.
+    """
+    valid = [u["aset"].pk for u in states if u["aset"].status == AnonymizedSet.VALID]
+    preview_of = ({p.anonymized_set_id: p for p in PrivacyPreview.objects.filter(anonymized_set_id__in=valid)}
+                  if valid else {})
+    missing = [pk for pk in valid if pk not in preview_of]
+    preview_job_of = _latest_jobs_of("privacy_preview", "anonymized_set_id", missing)
+    running = (Job.QUEUED, Job.RUNNING)
+    for u in states:
+        pk = u["aset"].pk
+        u["preview"] = preview_of.get(pk)
+        job = preview_job_of.get(pk)
+        u["preview_pending"] = pk in missing and (
+            job.status in running if job is not None else (u["job"] is not None and u["job"].status in running))
+
+
+def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview) -> dict:
+    """What the team card shows of one privacy preview: attack scores, the riskiest users, the leak map
+    (as the population map draws it) and the command that reproduces it. Reads stored figures only."""
+    s = p.summary
+    mins = {"reidentification": s["s_i_min"], "trace_inference": s["s_t_min"]}
+    attacks = [{"name": a["name"], "symbol": "s_I" if a["kind"] == "reidentification" else "s_T",
+                "score": a["score"], "is_min": a["score"] == mins.get(a["kind"])} for a in s["attacks"]]
+    top = [dict(zip(s["header"], row, strict=True)) for row in s["top_users"]]
+    leaks = p.leak_map
+    hospitals = list(contest.hospitals)
+    reidentified = max(int(leaks["users"]), 1)
+    exposed_total = max(sum(leaks["exposed"]), 1)
+    maps = [{"id": f"leak-home-{aset.pk}", "title": _("Home regions of re-identified users"),
+             "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
+                      "values": [v / reidentified for v in leaks["home"]],
+                      "label": _("Share of re-identified users whose home is each region"),
+                      "legend": _("share of re-identified users (sqrt scale)")}},
+            {"id": f"leak-exposed-{aset.pk}", "title": _("Their events left exact"),
+             "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
+                      "values": [v / exposed_total for v in leaks["exposed"]],
+                      "label": _("Share of re-identified users' events published unchanged, per region"),
+                      "legend": _("share of their exact events (sqrt scale)")}}]
+    command = (f"python -m scoring preview --grid info_region.csv --time info_time.csv "
+               f"{ds.reference.name} {ds.original.name} anotraces.csv --seed {p.seed} --per-user risk.csv")
+    return {"aset": aset, "p": p, "summary": s, "attacks": attacks, "top": top, "maps": maps,
+            "command": command}
 
 
 def _target_block(contest, team, ps: PublicSet, attack_open: bool, attacks=None, job_of=None) -> dict:
@@ -235,8 +291,8 @@ def challenge_state(request, slug, dataset_id):
     """
     contest = get_contest(slug)
     team = _team_or_403(request, contest)
-    dataset = get_object_or_404(Dataset.objects.select_related("round"), pk=dataset_id, round__contest=contest,
-                                team=team)
+    dataset = get_object_or_404(Dataset.objects.select_related("round", "reference", "original"), pk=dataset_id,
+                                round__contest=contest, team=team)
     ch = _challenge_block(contest, dataset, _phase_open(dataset.round, Phase.ANONYMIZATION))
     html = render_to_string("web/_challenge_state.html", {"contest": contest, "ch": ch}, request=request)
     return JsonResponse({"finished": not ch["pending"], "html": html})

@@ -43,8 +43,14 @@ def test_challenge_card_state_follows_the_server(generated, client_for, django_c
         state = alpha.get(url).json()
     aset.refresh_from_db()
     assert aset.status == AnonymizedSet.VALID
+    # scored; the card keeps following the server until the privacy preview has come
+    assert state["finished"] is False and "attacking…" in state["html"]
+    jobs.execute(Job.objects.get(kind="privacy_preview", args__anonymized_set_id=aset.pk).pk)
+    with django_assert_max_num_queries(20):
+        state = alpha.get(url).json()
     assert state["finished"] is True
     html = state["html"]
+    assert f"Privacy preview of upload #{aset.seq}" in html
     # the final-set line and the history mark the default final set; no "Choose" on the set that already counts
     assert f"#{aset.seq}</strong> (default: latest valid)" in html and ">default<" in html
     assert "Choose" not in html

@@ -1,0 +1,96 @@
+"""The privacy preview on the team page and in the API: shown live, side by side, own team and organizers only."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+import scoring
+from contest.models import AnonymizedSet, Dataset, PrivacyPreview
+from contest.services import storage, uploads
+from tests.contest.conftest import anonymize_csv, user
+
+pytestmark = pytest.mark.django_db
+
+
+def _upload(contest, capture, algorithm, seed, **params) -> AnonymizedSet:
+    ds = Dataset.objects.get(round__contest=contest, number=1, challenge=1)
+    with capture(execute=True):
+        aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, name="a.csv",
+                                             content=anonymize_csv(ds, algorithm, seed=seed, **params))
+    return AnonymizedSet.objects.get(pk=aset.pk)
+
+
+@pytest.fixture
+def two_previews(generated, django_capture_on_commit_callbacks):
+    first = _upload(generated, django_capture_on_commit_callbacks, "A1-none", 1)
+    second = _upload(generated, django_capture_on_commit_callbacks, "A3-kRR", 2, eps=8.0)
+    assert first.status == second.status == AnonymizedSet.VALID
+    return generated, first, second
+
+
+def test_team_card_compares_uploads_and_shows_the_newest_preview(two_previews, client_for,
+                                                                 django_assert_max_num_queries):
+    contest, first, second = two_previews
+    ds = first.dataset
+    alpha = client_for("alpha1")
+    with django_assert_max_num_queries(20):
+        state = alpha.get(f"/c/{contest.slug}/team/datasets/{ds.pk}/state.json").json()
+    html = state["html"]
+    assert state["finished"] is True
+    assert "preview: the judge's sample attacks only; other teams' attacks come later" in html
+    # side by side: each upload's row has its s_U and its preview's s_I,min and s_T,min
+    for aset in (first, second):
+        s = PrivacyPreview.objects.get(anonymized_set=aset).summary
+        row = re.search(rf'>#{aset.seq}</a>.*?</tr>', html, re.S).group(0)
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+        assert cells == [f"{aset.s_u:.4f}", f"{s['s_i_min']:.4f}", f"{s['s_t_min']:.4f}"]
+    # the newest preview in detail: attacks, riskiest users, CSV, leak map, the command and version
+    p = PrivacyPreview.objects.get(anonymized_set=second)
+    assert f"Privacy preview of upload #{second.seq}" in html
+    for a in p.summary["attacks"]:
+        assert f"<th scope=\"row\">{a['name']}</th>" in html
+    top = p.summary["top_users"][0]
+    assert f'<th scope="row">{top[0]}</th>' in html
+    assert f"/files/{p.per_user_id}/" in html
+    spec = json.loads(re.search(rf'<script id="leak-home-{second.pk}" type="application/json">(.*?)</script>',
+                                html, re.S).group(1))
+    assert len(spec["values"]) == contest.grid_nx * contest.grid_ny
+    assert sum(spec["values"]) == pytest.approx(1.0 if p.leak_map["users"] else 0.0)
+    assert f"--seed {p.seed}" in html and f"scoring {scoring.__version__}" in html and "pip install ." in html
+
+
+def test_dashboard_shows_the_preview_with_pinned_queries(two_previews, client_for, django_assert_max_num_queries):
+    contest, _, second = two_previews
+    alpha = client_for("alpha1")
+    with django_assert_max_num_queries(30):  # test_dashboard_queries.MAX_QUERIES: a preview adds none per upload
+        page = alpha.get(f"/c/{contest.slug}/team/").content.decode()
+    assert f"Privacy preview of upload #{second.seq}" in page
+
+
+def test_per_user_csv_for_the_team_and_organizers_only(two_previews, client_for):
+    contest, _, second = two_previews
+    p = PrivacyPreview.objects.get(anonymized_set=second)
+    url = f"/files/{p.per_user_id}/"
+    body = b"".join(client_for("alpha1").get(url).streaming_content)
+    assert body == storage.read_bytes(p.per_user) and body.startswith(b"user_id,reidentified_by")
+    assert client_for("judge").get(url).status_code == 200
+    assert client_for("beta1").get(url).status_code in (403, 404)
+
+
+def test_preview_api_own_team_and_organizers_only(two_previews, client_for):
+    contest, first, second = two_previews
+    p = PrivacyPreview.objects.get(anonymized_set=second)
+    url = f"/api/anonymized-sets/{second.pk}/preview/"
+    data = client_for("alpha1").get(url).json()
+    assert data["summary"] == p.summary and data["leak_map"] == p.leak_map and data["seed"] == p.seed
+    assert data["per_user"]["sha256"] == p.per_user.sha256
+    assert client_for("judge").get(url).status_code == 200
+    assert client_for("beta1").get(url).status_code == 403
+    csv = client_for("alpha1").get(f"/api/anonymized-sets/{second.pk}/preview.csv")
+    assert b"".join(csv.streaming_content) == storage.read_bytes(p.per_user)
+    assert client_for("beta1").get(f"/api/anonymized-sets/{second.pk}/preview.csv").status_code == 403
+    PrivacyPreview.objects.filter(anonymized_set=first).delete()
+    missing = client_for("alpha1").get(f"/api/anonymized-sets/{first.pk}/preview/")
+    assert missing.status_code == 404 and "no privacy preview" in missing.json()["error"]["message"]
