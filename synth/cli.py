@@ -2,11 +2,13 @@
 
 - ``city``: simulate the built-in city model and write training traces
   (:func:`synth.city.write_city`).
-- ``train``: train PPMTF on a ``user_id,time_id,reg_id`` training file and
-  save the model (``.npz``).
+- ``train``: train a synthesizer (``--method ppmtf|sglt|coloc``, see
+  :mod:`synth.methods`) on a ``user_id,time_id,reg_id`` training file and save
+  the model (``.npz``, the method stored in it).
 - ``generate``: write a round's contest datasets (every team x challenge,
   benchmark, two sample sets) with ``info_region.csv``, ``info_time.csv`` and
-  ``manifest.json``.
+  ``manifest.json``, from a model of any method (``--option KEY=VALUE`` sets
+  the method's generation options).
 - ``metrics``: realism metrics of synthetic traces against real ones
   (:func:`synth.metrics.compute_all`).
 - ``calibrate``: generate a contest-size set and print its home and movement
@@ -71,9 +73,44 @@ def cmd_city(args) -> int:
     return 0
 
 
+def _read_friends(path, user_ids):
+    """(E, 2) 0-based row pairs of a ``user_id,friend_id`` CSV (header optional) over the training users."""
+    import numpy as np
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.strip().split(",")
+            if not line.strip() or (n == 1 and not parts[0].strip().lstrip("-").isdigit()):
+                continue
+            try:
+                rows.append((int(parts[0]), int(parts[1])))
+            except (ValueError, IndexError):
+                raise ValueError(f"{path} line {n}: expected user_id,friend_id (integers), got {line.strip()!r}") \
+                    from None
+    pairs = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+    ids = np.asarray(user_ids, dtype=np.int64)
+    pos = np.searchsorted(ids, pairs)
+    bad = (pos >= len(ids)) | (ids[np.minimum(pos, len(ids) - 1)] != pairs)
+    if bad.any():
+        raise ValueError(f"{path}: user id {int(pairs[bad][0])} is not a training user")
+    return pos
+
+
+def _method_params(args) -> dict:
+    if args.method == "ppmtf":
+        from synth.ppmtf import HyperPrior
+        return dict(K=args.dim, alpha=args.alpha, sweeps=args.iterations, zero_num=args.zero_num,
+                    prior=HyperPrior(), centered_scatter=args.centered_scatter)
+    if args.method == "sglt":
+        return dict(periods=args.periods, clusters=args.clusters, partners=args.partners,
+                    alt_fraction=args.alt_fraction)
+    return dict(eps1=args.eps1, eps2=args.eps2, eps3=args.eps3, c=args.c, c_trans=args.c_trans,
+                mechanism=args.mechanism, successors=args.successors, min_meetings=args.min_meetings)
+
+
 def cmd_train(args) -> int:
     from scoring.io import read_traces
-    from synth.ppmtf import HyperPrior, train
+    from synth.methods import train_model
     src = Path(args.traces)
     grid = _grid(args.grid, src)
     time_file = Path(args.time) if args.time else src.parent / "info_time.csv"
@@ -92,26 +129,41 @@ def cmd_train(args) -> int:
     if traces.L % T:
         print(f"warning: {traces.L} time ids are not a whole number of {T}-slot days",
               file=sys.stderr)
+    params = _method_params(args)
+    if args.method == "coloc" and args.friends:
+        params["friends"] = _read_friends(args.friends, traces.user_ids)
     t0 = time.perf_counter()
-    model = train(traces, grid, slots_per_day=T, K=args.dim, alpha=args.alpha,
-                  sweeps=args.iterations, zero_num=args.zero_num,
-                  prior=HyperPrior(), centered_scatter=args.centered_scatter,
-                  slot_start_minute=start, slot_minutes=length, seed=args.seed,
-                  progress=StderrProgress("train"))
+    model = train_model(args.method, traces, grid, slots_per_day=T, slot_start_minute=start, slot_minutes=length,
+                        seed=args.seed, progress=StderrProgress("train"), **params)
     model.save(args.out)
-    print(f"trained {traces.m} users x {traces.L} time ids, K={args.dim}, "
-          f"{args.iterations} sweeps in {time.perf_counter() - t0:.1f} s -> {args.out}")
+    print(f"trained {args.method} on {traces.m} users x {traces.L} time ids in "
+          f"{time.perf_counter() - t0:.1f} s -> {args.out}")
+    if args.method == "coloc":
+        print(json.dumps(model.ledger(), indent=2))
     return 0
+
+
+def _option(text: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE read as JSON (numbers, true/false) or else as a string."""
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    key, value = text.split("=", 1)
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
 
 
 def cmd_generate(args) -> int:
     from synth.generate import generate_round
-    from synth.ppmtf import PPMTFModel
-    model = PPMTFModel.load(args.model)
+    from synth.methods import load_model, method_of
+    model = load_model(args.model)
     grid = Grid.from_info_region(args.grid) if args.grid else None
-    options = dict(instant_minutes=args.instant_minutes)
-    if args.home_minutes is not None:
-        options["home_minutes"] = args.home_minutes
+    options = dict(args.option or [])
+    if method_of(model) == "ppmtf":
+        options.setdefault("instant_minutes", args.instant_minutes)
+        if args.home_minutes is not None:
+            options["home_minutes"] = args.home_minutes
     t0 = time.perf_counter()
     manifest = generate_round(model, args.out, args.teams, users=args.users, ref_days=args.ref_days,
                               org_days=args.org_days, seed=args.seed, pool_days=args.pool_days,
@@ -155,13 +207,41 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grid", help="info_region.csv of the grid (default: 2019 Tokyo)")
     c.set_defaults(func=cmd_city)
 
-    t = sub.add_parser("train", help="train PPMTF on a user_id,time_id,reg_id file")
+    from synth import coloc, sglt
+    from synth.methods import METHODS
+    t = sub.add_parser("train", help="train a synthesizer on a user_id,time_id,reg_id file",
+                       description="Train a synthesizer. Methods: " + "; ".join(
+                           f"{k}: {v}" for k, v in METHODS.items()) + ".")
     t.add_argument("traces")
     t.add_argument("--out", required=True, help="model file (.npz)")
-    t.add_argument("--iterations", type=int, default=100, help="Gibbs sweeps (default 100)")
-    t.add_argument("--dim", type=int, default=16, help="latent dimension K (default 16)")
-    t.add_argument("--alpha", type=float, default=200.0, help="noise precision (default 200)")
-    t.add_argument("--zero-num", type=int, default=1000, help="sampled zeros per user and tensor")
+    t.add_argument("--method", choices=tuple(METHODS), default="ppmtf",
+                   help="synthesizer: " + "; ".join(f"{k} = {v}" for k, v in METHODS.items()) + " (default ppmtf)")
+    t.add_argument("--iterations", type=int, default=100, help="ppmtf: Gibbs sweeps (default 100)")
+    t.add_argument("--dim", type=int, default=16, help="ppmtf: latent dimension K (default 16)")
+    t.add_argument("--alpha", type=float, default=200.0, help="ppmtf: noise precision (default 200)")
+    t.add_argument("--zero-num", type=int, default=1000, help="ppmtf: sampled zeros per user and tensor")
+    sd = sglt.TRAINING_DEFAULTS
+    t.add_argument("--periods", type=int, default=sd["periods"], help=f"sglt: time periods of the day "
+                                                                        f"(default {sd['periods']})")
+    t.add_argument("--clusters", type=int, default=sd["clusters"],
+                   help=f"sglt: semantic classes kappa (default {sd['clusters']})")
+    t.add_argument("--partners", type=int, default=sd["partners"],
+                   help=f"sglt: users each user is compared with (default {sd['partners']})")
+    t.add_argument("--alt-fraction", type=float, default=sd["alt_fraction"],
+                   help=f"sglt: share of users kept out of the seeds as deniability alternatives "
+                        f"(default {sd['alt_fraction']})")
+    cd = coloc.TRAINING_DEFAULTS
+    for name in ("eps1", "eps2", "eps3"):
+        t.add_argument(f"--{name}", type=float, default=cd[name], help=f"coloc: privacy budget (default {cd[name]})")
+    t.add_argument("--c", type=int, default=cd["c"], help=f"coloc: co-locations per user (default {cd['c']})")
+    t.add_argument("--c-trans", type=int, default=cd["c_trans"],
+                   help=f"coloc: transitions per user (default {cd['c_trans']})")
+    t.add_argument("--mechanism", choices=coloc.MECHANISMS, default=cd["mechanism"], help="coloc: noise on Q")
+    t.add_argument("--successors", type=int, default=cd["successors"],
+                   help=f"coloc: kept successors per region (default {cd['successors']})")
+    t.add_argument("--min-meetings", type=int, default=cd["min_meetings"],
+                   help="coloc: friends inferred when sharing a region this often (without --friends)")
+    t.add_argument("--friends", help="coloc: user_id,friend_id CSV of the training users' friendships")
     t.add_argument("--slots-per-day", type=int, default=None,
                    help="slots per day of the training time ids (default: from info_time.csv "
                         "beside the file or --time, else 20)")
@@ -185,11 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="calendar days the sporadic days are drawn from (default 1.5 x days)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--home-minutes", type=float, default=None,
-                   help="home windows at the start and end of the model's day, minutes "
+                   help="ppmtf: home windows at the start and end of the model's day, minutes "
                         "(default: synth.generate.HOME_MINUTES)")
     g.add_argument("--day-split", choices=("chronological", "random"), default="chronological",
                    help="reference = the earlier days (paper 3.3, default) or days split at random")
-    g.add_argument("--instant-minutes", type=float, default=5.0)
+    g.add_argument("--instant-minutes", type=float, default=5.0, help="ppmtf: chain step in minutes")
+    g.add_argument("--option", type=_option, action="append", metavar="KEY=VALUE",
+                   help="a generation option of the model's method (sglt: par_c, par_d, k, ...; coloc: theta, "
+                        "par_v, ...); repeatable")
     g.add_argument("--out", required=True)
     g.add_argument("--grid", help="info_region.csv of the contest grid")
     g.set_defaults(func=cmd_generate)

@@ -414,6 +414,12 @@ class Synthesizer:
             progress(hi, m_users, f"synthesized {hi}/{m_users} users")
         return out, homes
 
+    def sample_set(self, users: int, n_days: int, rng: np.random.Generator, progress=None) -> np.ndarray:
+        """(users, n_days, S) regions of fresh virtual users (features drawn first from ``rng``)."""
+        feats = draw_features(self.model, users, rng)
+        regions, _homes = self.synthesize(feats, n_days, rng, progress)
+        return regions
+
     def _run(self, b: _UserBatch, n_days: int, rng) -> np.ndarray:
         user = np.repeat(np.arange(b.U, dtype=np.int64), n_days)
         x = self._draw_pi(b, user, np.full(len(user), self.row_of_instant[0], dtype=np.int64), rng)
@@ -471,19 +477,23 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def generate_set(model: PPMTFModel, synth: Synthesizer, out_dir, team: int, data_no: int, flag: str,
+def generate_set(model, synth, out_dir, team: int, data_no: int, flag: str,
                  *, users: int = 2000, ref_days: int = 20, org_days: int = 20, seed: int = 0) -> dict:
     """Generate one (team, challenge) set: fresh users, R and O files; return their names.
 
-    The set's random stream is ``default_rng([seed, team, data_no])``: feature
-    vectors first, then the traces. Days ``0..Lr-1`` of each user are the
-    reference days and the rest the original days (days are i.i.d. given the
-    user, so which generated day gets which calendar number does not matter).
+    ``model`` is any method's model and ``synth`` its synthesizer
+    (:func:`synth.methods.make_synthesizer`). The set's random stream is
+    ``default_rng([seed, team, data_no])``. Days ``0..Lr-1`` of each user are
+    the reference days and the rest the original days (days are i.i.d. given
+    the user, so which generated day gets which calendar number does not
+    matter). The co-location method also writes the set's friendship graph
+    (``friends_teamXXX_dataYY_FLAG.csv``, ``user_id,friend_id`` with user ids
+    of the set) and every method's per-set report (privacy tests, planted
+    co-locations) is returned under ``report``.
     """
     out = Path(out_dir)
     rng = np.random.default_rng([seed, team, data_no])
-    feats = draw_features(model, users, rng)
-    regions, _homes = synth.synthesize(feats, ref_days + org_days, rng)
+    regions = synth.sample_set(users, ref_days + org_days, rng)
     S = synth.S
     user_ids = np.arange(1, users + 1)
     names = {}
@@ -493,10 +503,19 @@ def generate_set(model: PPMTFModel, synth: Synthesizer, out_dir, team: int, data
         name = set_name(kind, team, data_no, flag)
         write_traces(Traces(user_ids, tids, np.ascontiguousarray(arr).reshape(users, -1)), out / name)
         names[f"{kind}traces"] = name
+    friends = getattr(synth, "friends", None)
+    if friends is not None:
+        name = f"friends_team{team:03d}_data{data_no:02d}_{flag}.csv"
+        lines = ["user_id,friend_id"] + [f"{i + 1},{j + 1}" for i, j in friends.tolist()]
+        (out / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        names["friends"] = name
+    report = getattr(synth, "stats", None)
+    if report:
+        names["report"] = dict(report)
     return names
 
 
-def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000, ref_days: int = 20,
+def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: int = 20,
                    org_days: int = 20, seed: int = 0, pool_days: int | None = None,
                    grid: Grid | None = None, slots: int = 20, slot_start_minute: int = 480,
                    slot_minutes: int = 30, day_split: str = "chronological",
@@ -515,7 +534,7 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
     not depend on how many other sets are generated. Same seed, same bytes.
 
     Args:
-        model: trained PPMTF model (its grid shape must match ``grid``).
+        model: a trained model of any method (``synth.methods``; its grid shape must match ``grid``).
         out_dir: output folder (created).
         teams: number of participating teams tau.
         users: m virtual users per set; ref_days, org_days: Lr, Lo.
@@ -528,7 +547,8 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
         day_split: ``"chronological"`` (reference = the earlier days) or
             ``"random"``; see :func:`draw_days`.
         progress: ``progress(sets_done, n_sets, message)``.
-        synth_options: passed to :class:`Synthesizer` (home_jump, gamma, ...).
+        synth_options: the method's generation options (PPMTF+: :class:`Synthesizer`'s ``gamma``,
+            ``home_minutes``, ...; sglt and coloc: their ``GENERATION_DEFAULTS`` keys).
     """
     progress = progress or _no_progress
     out = Path(out_dir)
@@ -539,8 +559,9 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
         raise ValueError(f"grid {grid.nx} x {grid.ny} does not match the model's {model.nx} x {model.ny}")
     if pool_days is None:
         pool_days = int(np.ceil(1.5 * (ref_days + org_days)))
-    synth = Synthesizer(model, slots=slots, slot_start_minute=slot_start_minute,
-                        slot_step_minutes=slot_minutes, **synth_options)
+    from synth.methods import make_synthesizer, model_summary
+    synth = make_synthesizer(model, slots=slots, slot_start_minute=slot_start_minute,
+                             slot_step_minutes=slot_minutes, **synth_options)
     ref_cal, org_cal = draw_days(ref_days, org_days, pool_days, np.random.default_rng([seed, 0, 0]),
                                  split=day_split)
     axis = TimeAxis(slots_per_day=slots, ref_days=ref_days, org_days=org_days,
@@ -564,16 +585,15 @@ def generate_round(model: PPMTFModel, out_dir, teams: int, *, users: int = 2000,
     for p in sorted(out.iterdir()):
         if p.name != "manifest.json" and p.is_file():
             files[p.name] = dict(sha256=_sha256(p), size=p.stat().st_size)
+    generator, generator_version, model_info = model_summary(model)
     manifest = dict(
-        generator="PPMTF+", generator_version=GENERATOR_VERSION, seed=seed,
+        generator=generator, generator_version=generator_version, seed=seed,
         parameters=dict(teams=teams, users=users, ref_days=ref_days, org_days=org_days,
                         pool_days=pool_days, day_split=day_split, slots=slots, slot_start_minute=slot_start_minute,
                         slot_minutes=slot_minutes, ref_day_numbers=[int(x) for x in ref_cal],
                         org_day_numbers=[int(x) for x in org_cal],
                         synthesizer=synth.options()),
-        model=dict(version=model.version, K=model.K, M=model.M, T=model.T, nx=model.nx, ny=model.ny,
-                   slot_start_minute=model.slot_start_minute, slot_minutes=model.slot_minutes,
-                   params=model.params),
+        model=model_info,
         grid=dict(nx=grid.nx, ny=grid.ny, min_x=grid.min_x, max_x=grid.max_x, min_y=grid.min_y,
                   max_y=grid.max_y),
         sets=sets, files=files)
@@ -637,52 +657,3 @@ def train_contest_model(grid: Grid, axis: TimeAxis, *, seed: int, city_seed: int
                              start_minute=start, slot_minutes=step, seed=seed)
     return train(training, grid, slots_per_day=slots, K=int(p["K"]), sweeps=int(p["sweeps"]), seed=seed,
                  slot_start_minute=start, slot_minutes=step, progress=progress)
-
-
-#: Every key ``Contest.synthesizer_params`` may hold, with a check and what it expects.
-_PARAM_CHECKS = {
-    "city_seed": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "an integer >= 0"),
-    "train_users": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 100_000,
-                    "an integer in [2, 100000]"),
-    "train_days": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 365,
-                   "an integer in [1, 365]"),
-    "K": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 256, "an integer in [1, 256]"),
-    "sweeps": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 1000,
-               "an integer in [1, 1000]"),
-    "lead_minutes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 720,
-                     "minutes, an integer in [0, 720] (a multiple of the slot length)"),
-    "tail_minutes": (lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 720,
-                     "minutes, an integer in [0, 720] (a multiple of the slot length)"),
-    "pool_days": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1),
-                  "an integer >= 1 (at least the round's reference + original days)"),
-    "day_split": (lambda v: v in DAY_SPLITS, f"one of {', '.join(DAY_SPLITS)}"),
-    "options": (lambda v: isinstance(v, dict), "a mapping of synth.generate.Synthesizer options"),
-}
-
-
-def check_synthesizer_params(params: dict) -> list[tuple[str, object, str]]:
-    """Problems of a contest's ``synthesizer_params``: ``(key, value, expected)`` per bad entry.
-
-    An empty list means the parameters can be used. Unknown keys are problems
-    (a misspelt key would otherwise be ignored silently); ``options`` keys must
-    be :class:`Synthesizer` arguments.
-    """
-    import inspect
-
-    if not isinstance(params, dict):
-        return [("synthesizer_params", params, "a mapping")]
-    problems = []
-    for key, value in params.items():
-        if key not in _PARAM_CHECKS:
-            problems.append((key, value, f"a known parameter ({', '.join(sorted(_PARAM_CHECKS))})"))
-        elif not _PARAM_CHECKS[key][0](value):
-            problems.append((key, value, _PARAM_CHECKS[key][1]))
-    options = params.get("options")
-    if isinstance(options, dict):
-        known = set(inspect.signature(Synthesizer.__init__).parameters) - {"self", "model", "slots",
-                                                                         "slot_start_minute",
-                                                                         "slot_step_minutes"}
-        for key, value in options.items():
-            if key not in known:
-                problems.append((f"options.{key}", value, f"a Synthesizer option ({', '.join(sorted(known))})"))
-    return problems

@@ -34,12 +34,15 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import scipy.stats
 
 from scoring.grid import Grid
 from scoring.traces import Traces
+from synth.common import grid_box as grid_box_of
+from synth.common import grid_of
 
 MODEL_VERSION = "tracecup-ppmtf-1"
 
@@ -443,6 +446,7 @@ class PPMTFModel:
     params: dict = field(default_factory=dict)
     grid_box: dict | None = None
     version: str = MODEL_VERSION
+    method: ClassVar[str] = "ppmtf"
 
     @property
     def K(self) -> int:
@@ -451,7 +455,7 @@ class PPMTFModel:
     def grid(self) -> Grid:
         """The training grid (box and hospitals when known, else the model's shape on the Tokyo box)."""
         if self.grid_box:
-            return Grid(**{**self.grid_box, "hospitals": tuple(self.grid_box["hospitals"])})
+            return grid_of(self.grid_box)
         if (self.nx, self.ny) == (32, 32):
             return Grid()
         return Grid(nx=self.nx, ny=self.ny, hospitals=())
@@ -466,7 +470,7 @@ class PPMTFModel:
 
     def save(self, dest) -> None:
         """Write the model as a compressed ``.npz`` (path or binary file object)."""
-        meta = dict(version=self.version, nx=self.nx, ny=self.ny,
+        meta = dict(method=self.method, version=self.version, nx=self.nx, ny=self.ny,
                     slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
                     params=self.params, grid_box=self.grid_box)
         np.savez_compressed(dest, A=self.A, B=self.B, C=self.C, D=self.D, mu_A=self.mu_A,
@@ -530,8 +534,7 @@ def train(traces: Traces, nx: int | Grid, ny: int | None = None, *, slots_per_da
     if isinstance(nx, Grid):
         g = nx
         nx, ny = g.nx, g.ny
-        grid_box = dict(nx=g.nx, ny=g.ny, min_x=g.min_x, max_x=g.max_x, min_y=g.min_y, max_y=g.max_y,
-                        km_lat=g.km_lat, km_lon=g.km_lon, hospitals=list(g.hospitals))
+        grid_box = grid_box_of(g)
     if ny is None:
         raise ValueError("train needs the grid: a Grid, or nx and ny")
     rng = np.random.default_rng(seed)

@@ -82,3 +82,48 @@ def test_module_entry_point():
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "--teams" in r.stdout
     assert np.all([opt in r.stdout for opt in ("--ref-days", "--org-days", "--seed", "--out")])
+
+
+def test_train_help_lists_the_methods(capsys):
+    import pytest
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "{ppmtf,sglt,coloc}" in out and "seed 002" in out and "seed 003" in out
+
+
+def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys):
+    from scoring.io import read_traces
+    from synth.methods import load_model
+    grid = Grid(nx=12, ny=12, hospitals=(5,))
+    grid.write_info_region(tmp_path / "grid.csv")
+    city = tmp_path / "city"
+    assert main(["city", "--users", "60", "--days", "3", "--seed", "3", "--out", str(city),
+                 "--grid", str(tmp_path / "grid.csv")]) == 0
+    names = {}
+    for method, extra in (("ppmtf", ["--iterations", "2", "--dim", "3"]), ("sglt", ["--clusters", "6"]),
+                          ("coloc", ["--eps1", "5"])):
+        model_path = tmp_path / f"{method}.npz"
+        assert main(["train", str(city / "traintraces.csv"), "--method", method, "--out", str(model_path),
+                     *extra]) == 0
+        assert load_model(model_path).method == method                  # the method travels in the file
+        out = tmp_path / method
+        options = ["--option", "theta=20"] if method == "coloc" else []
+        assert main(["generate", str(model_path), "--teams", "1", "--users", "20", "--ref-days", "2",
+                     "--org-days", "1", "--seed", "5", "--out", str(out), *options]) == 0
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["model"]["method"] == method
+        names[method] = {p.name for p in out.iterdir() if not p.name.startswith("friends_")}
+        ref = read_traces(out / "reftraces_team001_data01_IDP.csv", grid)
+        org = read_traces(out / "orgtraces_team001_data01_IDP.csv", grid)
+        assert (ref.m, ref.L, org.L) == (20, 40, 20) and ref.time_ids[0] == 1 and org.time_ids[0] == 41
+    assert names["ppmtf"] == names["sglt"] == names["coloc"]
+    coloc_manifest = json.loads((tmp_path / "coloc" / "manifest.json").read_text())
+    assert coloc_manifest["model"]["privacy"]["totals"] == {"training traces": 7.0}
+    first = coloc_manifest["sets"][0]
+    assert first["report"]["colocations_planted"] == 20
+    assert (tmp_path / "coloc" / first["friends"]).read_text().startswith("user_id,friend_id\n")
+    capsys.readouterr()
+    assert main(["generate", str(tmp_path / "sglt.npz"), "--teams", "1", "--out", str(tmp_path / "x"),
+                 "--option", "theta=3"]) == 2
+    assert "unknown sglt option" in capsys.readouterr().err

@@ -1,0 +1,223 @@
+"""The synthesizer methods behind one interface: train, load, synthesize, check a contest's parameters.
+
+=========  ===============================================================  =====================
+method     what                                                             module
+=========  ===============================================================  =====================
+``ppmtf``  PPMTF+ (per-user tensor-factorisation features; PPMTF.md)         ``synth.ppmtf``,
+                                                                            ``synth.generate``
+``sglt``   semantic fake traces (seed 002: semantic classes, randomised     ``synth.sglt``
+           Viterbi, privacy tests with plausible deniability)
+``coloc``  co-location-aware traces with differential privacy (seed 003:    ``synth.coloc``
+           friendship probability, co-location counts, DP transitions)
+=========  ===============================================================  =====================
+
+Every model file stores its method (``meta.method``; files without it are
+PPMTF models), so ``python -m synth generate MODEL.npz`` writes the same
+contest files (SPEC 4 and 5) whatever the method.
+
+A contest picks its method with ``Contest.synthesizer`` (``ppmtf``, ``sglt``,
+``coloc``, or ``city``: the built-in city's people directly) and its
+parameters with ``Contest.synthesizer_params``, checked by
+:func:`check_synthesizer_params` against the method's schema (:data:`SCHEMAS`).
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from scoring.grid import Grid, TimeAxis
+from scoring.traces import Traces
+from synth import coloc, sglt
+from synth.common import model_method
+
+METHODS = {
+    "ppmtf": "PPMTF+ (per-user latent features, PPMTF.md)",
+    "sglt": "semantic fake traces with privacy tests (seed 002, Bindschaedler and Shokri)",
+    "coloc": "co-location-aware traces with differential privacy (seed 003, Narita et al.)",
+}
+#: What ``Contest.synthesizer`` may be: the methods plus the city model's people without training.
+CONTEST_SYNTHESIZERS = tuple(METHODS) + ("city",)
+
+
+def load_model(source):
+    """The model in a model file (path, bytes or binary file object), whatever its method."""
+    from synth.ppmtf import PPMTFModel
+    method = model_method(source)
+    loaders = {"ppmtf": PPMTFModel.load, "sglt": sglt.SGLTModel.load, "coloc": coloc.ColocModel.load}
+    if method not in loaders:
+        raise ValueError(f"model file of unknown method {method!r}; known: {', '.join(loaders)}")
+    return loaders[method](source)
+
+
+def method_of(model) -> str:
+    return getattr(model, "method", "ppmtf")
+
+
+def make_synthesizer(model, *, slots: int = 20, slot_start_minute: float = 480, slot_step_minutes: float = 30,
+                     **options):
+    """The model's synthesizer on the contest day; ``options`` are the method's generation options."""
+    from synth.generate import Synthesizer
+    classes = {"ppmtf": Synthesizer, "sglt": sglt.SGLTSynthesizer, "coloc": coloc.ColocSynthesizer}
+    return classes[method_of(model)](model, slots=slots, slot_start_minute=slot_start_minute,
+                                     slot_step_minutes=slot_step_minutes, **options)
+
+
+def model_summary(model) -> tuple[str, str, dict]:
+    """(generator name, generator version, model description) for a round's manifest."""
+    from synth.generate import GENERATOR_VERSION
+    method = method_of(model)
+    if method == "ppmtf":
+        return "PPMTF+", GENERATOR_VERSION, dict(
+            method="ppmtf", version=model.version, K=model.K, M=model.M, T=model.T, nx=model.nx, ny=model.ny,
+            slot_start_minute=model.slot_start_minute, slot_minutes=model.slot_minutes, params=model.params)
+    if method == "sglt":
+        return "SGLT", sglt.GENERATOR_VERSION, model.describe()
+    return "coloc", coloc.GENERATOR_VERSION, model.describe()
+
+
+def train_model(method: str, traces: Traces, grid: Grid, *, slots_per_day: int, slot_start_minute: float,
+                slot_minutes: float, seed: int, progress=None, **params):
+    """Train ``method`` on ``traces``; ``params`` are the method's training parameters."""
+    if method == "ppmtf":
+        from synth.ppmtf import train
+        return train(traces, grid, slots_per_day=slots_per_day, slot_start_minute=slot_start_minute,
+                     slot_minutes=slot_minutes, seed=seed, progress=progress, **params)
+    if method == "sglt":
+        return sglt.train(traces, grid, slots_per_day=slots_per_day, slot_start_minute=slot_start_minute,
+                          slot_minutes=slot_minutes, seed=seed, progress=progress, **params)
+    if method == "coloc":
+        return coloc.train(traces, grid, slots_per_day=slots_per_day, slot_start_minute=slot_start_minute,
+                           slot_minutes=slot_minutes, seed=seed, progress=progress, **params)
+    raise ValueError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+
+
+# ---------------------------------------------------------------------------
+# Contest parameters
+# ---------------------------------------------------------------------------
+def _int(lo, hi=None):
+    def ok(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+    return ok, f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
+
+
+def _num(lo, hi, *, open_lo=False):
+    def ok(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
+            return False
+        return (v > lo if open_lo else v >= lo) and v <= hi
+    return ok, f"a number in {'(' if open_lo else '['}{lo}, {hi}]"
+
+
+def _choice(*values):
+    return (lambda v: v in values), f"one of {', '.join(values)}"
+
+
+_COMMON = {
+    "city_seed": _int(0),
+    "train_users": _int(2, 100_000),
+    "train_days": _int(1, 365),
+    "pool_days": ((lambda v: v is None or _int(1)[0](v)), "an integer >= 1 (at least the round's reference + "
+                                                           "original days)"),
+    "day_split": _choice("chronological", "random"),
+    "options": ((lambda v: isinstance(v, dict)), "a mapping of the method's generation options"),
+}
+#: Per method: training parameters (with checks) and generation options (with checks; ``None``:
+#: any keyword of the synthesizer's constructor, checked by it).
+SCHEMAS = {
+    "ppmtf": dict(
+        training={"K": _int(1, 256), "sweeps": _int(1, 1000),
+                  "lead_minutes": (_int(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
+                                                     "length)"),
+                  "tail_minutes": (_int(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
+                                                     "length)")},
+        options=None),
+    "sglt": dict(
+        training={"periods": _int(1, 48), "clusters": _int(1, 10_000), "partners": _int(1, 10_000),
+                  "alt_fraction": _num(0, 0.9), "eps": _num(0, 1e6, open_lo=True)},
+        options={"par_c": _num(0, 1), "par_l": _num(0, 1), "par_m": _num(0, 1), "par_v": _num(1, 1e6),
+                 "par_s": _num(0, 1), "par_i": _num(0, 1), "par_d": _num(0, 1), "k": _int(1, 1000),
+                 "max_tries": _int(1, 1000), "width": _int(1, 1024), "pd_candidates": _int(1, 100_000)}),
+    "coloc": dict(
+        training={"eps1": _num(0, 1e6, open_lo=True), "eps2": _num(0, 1e6, open_lo=True),
+                  "eps3": _num(0, 1e6, open_lo=True), "c": _int(1, 10_000), "c_trans": _int(1, 10_000),
+                  "mechanism": _choice(*coloc.MECHANISMS), "hierarchy": _choice("blocks", "categories"),
+                  "successors": _int(1, 1024), "min_meetings": _int(1, 10_000)},
+        options={"theta": _int(0, 10_000_000), "par_v": _num(1, 1e6), "max_rounds": _int(1, 100_000)}),
+}
+# The city's people without training rehearse a PPMTF+ contest: its parameters are checked as PPMTF+'s.
+SCHEMAS["city"] = SCHEMAS["ppmtf"]
+#: Defaults of a contest's training parameters per method (``ppmtf``: set by ``python -m synth calibrate``).
+CONTEST_TRAINING = {
+    "ppmtf": None,   # synth.generate.CONTEST_DEFAULTS
+    "sglt": dict(train_users=300, train_days=10),
+    "coloc": dict(train_users=300, train_days=10),
+}
+
+
+def check_synthesizer_params(params, method: str = "ppmtf") -> list[tuple[str, object, str]]:
+    """Problems of a contest's ``synthesizer_params`` for ``method``: ``(key, value, expected)`` per bad entry.
+
+    An empty list means the parameters can be used. Unknown keys are
+    problems (a misspelt key would otherwise be ignored silently), and so are
+    keys of another method.
+    """
+    if method not in SCHEMAS:
+        return [("synthesizer", method, f"one of {', '.join(CONTEST_SYNTHESIZERS)}")]
+    if not isinstance(params, dict):
+        return [("synthesizer_params", params, "a mapping")]
+    schema = SCHEMAS[method]
+    checks = {**_COMMON, **schema["training"]}
+    problems = []
+    for key, value in params.items():
+        if key not in checks:
+            problems.append((key, value, f"a known parameter of the {method} synthesizer "
+                                         f"({', '.join(sorted(checks))})"))
+        elif not checks[key][0](value):
+            problems.append((key, value, checks[key][1]))
+    options = params.get("options")
+    if isinstance(options, dict):
+        if schema["options"] is None:
+            from synth.generate import Synthesizer
+            known = set(inspect.signature(Synthesizer.__init__).parameters) - {
+                "self", "model", "slots", "slot_start_minute", "slot_step_minutes"}
+            for key, value in options.items():
+                if key not in known:
+                    problems.append((f"options.{key}", value, f"a Synthesizer option ({', '.join(sorted(known))})"))
+        else:
+            for key, value in options.items():
+                if key not in schema["options"]:
+                    problems.append((f"options.{key}", value, f"an option of the {method} synthesizer "
+                                                             f"({', '.join(sorted(schema['options']))})"))
+                elif not schema["options"][key][0](value):
+                    problems.append((f"options.{key}", value, schema["options"][key][1]))
+    return problems
+
+
+def city_categories(city) -> np.ndarray:
+    """(M,) dominant POI category of each region of a :class:`~synth.city.CityModel` (-1: none)."""
+    M = city.grid.M
+    K = int(city.poi_category.max()) + 1 if len(city.poi_category) else 1
+    counts = np.bincount(np.asarray(city.poi_region) * K + city.poi_category, minlength=M * K).reshape(M, K)
+    return np.where(counts.sum(1) > 0, counts.argmax(1), -1)
+
+
+def train_contest_model(method: str, grid: Grid, axis: TimeAxis, *, seed: int, city_seed: int = 0, progress=None,
+                        **params):
+    """A contest's model of ``method`` trained on the built-in city's people (seeded like PPMTF+'s).
+
+    PPMTF+ goes through :func:`synth.generate.train_contest_model` (its full day and
+    calibrated defaults); the other methods train on the contest's own day.
+    """
+    from synth.city import CityModel
+    from synth.generate import train_contest_model as train_ppmtf
+    if method == "ppmtf":
+        return train_ppmtf(grid, axis, seed=seed, city_seed=city_seed, progress=progress, **params)
+    p = {**CONTEST_TRAINING[method], **params}
+    city = CityModel(grid, seed=int(city_seed))
+    training = city.simulate(int(p.pop("train_users")), int(p.pop("train_days")), time_axis=axis, seed=seed)
+    if method == "coloc" and p.get("hierarchy") == "categories":
+        p["hierarchy"] = [city_categories(city)]
+    return train_model(method, training, grid, slots_per_day=axis.slots_per_day,
+                       slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, seed=seed,
+                       progress=progress, **p)

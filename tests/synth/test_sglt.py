@@ -1,0 +1,134 @@
+"""Semantic fake traces (seed 002): similarities, semantic seeds, the privacy test, reproducibility."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from scoring.grid import Grid
+from synth import sglt
+from synth.city import CityModel
+
+GRID = Grid(nx=12, ny=12, hospitals=())
+
+
+@pytest.fixture(scope="module")
+def model():
+    traces = CityModel(GRID, seed=2).simulate(60, 4, seed=3)
+    return sglt.train(traces, GRID, slots_per_day=20, periods=2, clusters=8, partners=10, seed=5)
+
+
+def _brute_semantic(pu, pv, w):
+    M = pu.shape[1]
+    best = 0.0
+    for perm in itertools.permutations(range(M)):
+        best = max(best, float(np.einsum("p,pr->", w, np.minimum(pu, pv[:, list(perm)]))))
+    return best
+
+
+def test_semantic_similarity_is_the_best_mapping():
+    rng = np.random.default_rng(0)
+    w = np.array([0.25, 0.75])
+    for _ in range(20):
+        pu = rng.random((2, 6)) * (rng.random((2, 6)) < 0.6)
+        pv = rng.random((2, 6)) * (rng.random((2, 6)) < 0.6)
+        pu /= np.maximum(pu.sum(1, keepdims=True), 1e-12)
+        pv /= np.maximum(pv.sum(1, keepdims=True), 1e-12)
+        sim, src, dst = sglt.semantic_similarity(pu, pv, w)
+        assert sim == pytest.approx(_brute_semantic(pu, pv, w))
+        assert len(set(src)) == len(src) and len(set(dst)) == len(dst)          # a (partial) permutation
+        assert sim == pytest.approx(float(np.einsum("p,pr->", w, np.minimum(pu[:, src], pv[:, dst]))))
+
+
+def test_one_period_similarity_matches_sorted_profiles():
+    # With a single period, min is supermodular: pairing both profiles in sorted order is optimal.
+    rng = np.random.default_rng(1)
+    pu, pv = rng.dirichlet(np.ones(30))[None], rng.dirichlet(np.ones(30) * 0.3)[None]
+    sim, _, _ = sglt.semantic_similarity(pu, pv, np.ones(1))
+    assert sim == pytest.approx(np.minimum(np.sort(pu[0]), np.sort(pv[0])).sum())
+    assert sglt.geographic_similarity(pu, pu, np.ones(1)) == pytest.approx(1.0)
+
+
+def test_model_shapes_and_classes(model, tmp_path):
+    assert model.classes.shape == (GRID.M,)
+    visited = model.profiles.any(axis=(0, 1))
+    assert ((model.classes >= 0) == visited).all()                          # unvisited regions have no class
+    assert np.allclose(model.p_bar.sum(axis=2), 1.0, atol=1e-5)
+    assert model.alternative.sum() == 30                                   # alt_fraction 0.5 of 60
+    model.save(tmp_path / "m.npz")
+    again = sglt.SGLTModel.load(tmp_path / "m.npz")
+    assert (again.classes == model.classes).all() and again.params == model.params
+
+
+def test_semantic_seed_removes_the_seed_location(model):
+    syn = sglt.SGLTSynthesizer(model, par_l=1.0, par_c=0.0, par_m=0.9)
+    rng = np.random.default_rng(4)
+    seeds = rng.choice(syn.seed_users, size=40)
+    seq = syn._seed_days(seeds, 3, rng)
+    cand = syn._candidates(seq, rng)
+    own = (cand == seq[..., None]).any(axis=3)
+    # Unless a semantic set came out empty (replaced by the period's most visited regions),
+    # the seed's own location is never a candidate.
+    fallback = (cand == syn.fallback[syn.period][None, None]).all(axis=3)
+    assert not (own & ~fallback).any()
+    # Without merging, every candidate is in the seed's class.
+    solo = sglt.SGLTSynthesizer(model, par_l=1.0, par_c=0.0, par_m=0.0)._candidates(seq, rng)
+    solo_fb = (solo == syn.fallback[syn.period][None, None]).all(axis=3)
+    same = (solo < 0) | (model.classes[np.maximum(solo, 0)] == model.classes[seq][..., None])
+    assert (same.all(axis=3) | solo_fb).all()
+    fakes = syn._decode(cand, rng)
+    assert ((fakes[..., None] == cand).any(axis=3)).all()                  # the path stays in the sets
+    assert not (fakes == seq).any()
+
+
+def test_privacy_test_acceptance_rule(model):
+    syn = sglt.SGLTSynthesizer(model, k=3, par_d=0.05, par_s=0.5, par_i=0.2, pd_candidates=1000)
+    rng = np.random.default_rng(7)
+    seeds = rng.choice(syn.seed_users, size=25)
+    seq = syn._seed_days(seeds, 4, rng)
+    fakes = syn._decode(syn._candidates(seq, rng), rng)
+    fakes[:5] = seq[:5]                                                     # copies of their seeds
+    test = syn.privacy_test(fakes, seeds, seq, rng)
+    pf = syn.fake_profiles(fakes)
+    w = syn.w
+    for i in range(len(fakes)):
+        ps = model.profiles[seeds[i]].astype(float)
+        sim_g = float(np.einsum("p,p->", w, np.minimum(pf[i], ps).sum(1)))
+        inter = float((fakes[i] == seq[i]).mean())
+        assert test["sim_g"][i] == pytest.approx(sim_g)
+        assert test["intersection"][i] == pytest.approx(inter)
+        own = sglt.semantic_similarity(ps, pf[i], w)[0]
+        close = sum(abs(own - sglt.semantic_similarity(model.profiles[a].astype(float), pf[i], w)[0]) < 0.05
+                    for a in syn.alt_users)
+        geo_int = sim_g <= 0.5 and inter <= 0.2
+        assert test["geo_ok"][i] == (sim_g <= 0.5) and test["int_ok"][i] == (inter <= 0.2)
+        # Deniability is only examined for fakes passing the other tests: k-1 = 2 close alternatives.
+        if geo_int:
+            assert test["pd_ok"][i] == (close >= 2)
+        assert test["accept"][i] == (geo_int and close >= 2)
+    assert not test["accept"][:5].any()                                    # a copy of the seed never passes
+
+
+def test_rejected_fakes_are_counted_not_hidden(model):
+    syn = sglt.SGLTSynthesizer(model, par_s=-1.0, max_tries=3)
+    out = syn.sample_set(10, 2, np.random.default_rng(0))
+    assert out.shape == (10, 2, 20)
+    assert syn.stats["failing"] == 10 and syn.stats["draws"] == 30 and syn.stats["failing_geo"] == 10
+
+
+def test_reproducible_by_seed(model):
+    traces = CityModel(GRID, seed=2).simulate(60, 4, seed=3)
+    again = sglt.train(traces, GRID, slots_per_day=20, periods=2, clusters=8, partners=10, seed=5)
+    assert (again.classes == model.classes).all() and np.array_equal(again.p_bar, model.p_bar)
+    a = sglt.SGLTSynthesizer(model).sample_set(30, 3, np.random.default_rng([9, 1, 1]))
+    b = sglt.SGLTSynthesizer(model).sample_set(30, 3, np.random.default_rng([9, 1, 1]))
+    c = sglt.SGLTSynthesizer(model).sample_set(30, 3, np.random.default_rng([9, 1, 2]))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_bad_options_are_clear_errors(model):
+    with pytest.raises(ValueError, match="par_c must be a probability"):
+        sglt.SGLTSynthesizer(model, par_c=1.5)
+    with pytest.raises(ValueError, match="unknown sglt option"):
+        sglt.SGLTSynthesizer(model, theta=3)
