@@ -20,9 +20,9 @@ Decisions where SPEC 13 is silent:
   itself, so its figures are trivially perfect).
 - POIs are the built-in city model's (``synth.city.CityModel`` built from the
   contest grid and ``synthesizer_params["city_seed"]``, default
-  ``contest.seed % 2**31``: the same city both synthesizers draw from); they
+  ``contest.seed % 2**31``: the same city every synthesizer draws from); they
   are rebuilt, not stored, since the city model is deterministic. A contest
-  whose synthesizer is neither ``ppmtf`` nor ``city`` gets no POI accuracy.
+  whose synthesizer is none of ``synth.methods.CONTEST_SYNTHESIZERS`` gets no POI accuracy.
 - TM-EMD uses 50 projections with seed 0; the uniform baseline's seed is
   derived from the contest seed and the dataset, so it is reproducible.
 - Fairness (paper Appendix E, Table 2): the paper's four anonymizers
@@ -41,6 +41,7 @@ from contest.services.samples import evaluate_sample_anonymizers
 from scoring.analyses import fairness, reference_baseline, uniform_baseline, utility_analyses
 from scoring.seeds import derived_seed
 from synth.city import CityModel
+from synth.methods import CONTEST_SYNTHESIZERS
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ _POI_CACHE: dict = {}
 
 def poi_regions(contest: Contest):
     """(n_poi,) 0-based region of every POI of the contest's city model, or None without one."""
-    if contest.synthesizer not in ("ppmtf", "city"):
+    if contest.synthesizer not in CONTEST_SYNTHESIZERS:   # every synthesizer draws from the city model
         return None
 
     grid = contest.grid()

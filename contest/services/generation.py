@@ -1,22 +1,28 @@
 """A round's data generation (SPEC 8.2, 11): train or load the synthesizer, generate R and O.
 
-Synthesizers (``Contest.synthesizer``):
+Synthesizers (``Contest.synthesizer``, :mod:`synth.methods`):
 
 - ``ppmtf`` (default): PPMTF+ trained on traces of the built-in city model
   (``synth.city``), then ``synth.generate.generate_round`` for every team,
   the benchmark and two sample sets. The trained model is stored with the
   round and reused on a re-run.
+- ``sglt`` (semantic fake traces, seed 002) and ``coloc`` (co-location-aware
+  traces with differential privacy, seed 003): trained the same way on the
+  city's people over the contest's day, stored and reused the same way; the
+  round's manifest holds each set's report (privacy tests, planted
+  co-locations) and, for ``coloc``, the privacy budget (``model.privacy``).
 - ``city``: each set's people are simulated directly by the built-in city
   model (no training; fastest, for rehearsals and tests).
 
 ``Contest.synthesizer_params`` (all optional, checked by
-:func:`synth.generate.check_synthesizer_params`): ``city_seed``, the
-training parameters of ``synth.generate.CONTEST_DEFAULTS`` (``train_users``,
-``train_days``, ``K``, ``sweeps``, and ``lead_minutes``/``tail_minutes``, the
-model's full day around the contest's; defaults set by ``python -m synth
-calibrate``), ``pool_days``, ``day_split`` (``chronological``: reference =
-the earlier days, paper 3.3, default; or ``random``) and any
-``synth.generate.Synthesizer`` option under ``options``.
+:func:`synth.methods.check_synthesizer_params` against the method's schema):
+``city_seed``, ``train_users``, ``train_days``, the method's training
+parameters (PPMTF+: ``synth.generate.CONTEST_DEFAULTS``, ``K``, ``sweeps``,
+and ``lead_minutes``/``tail_minutes``, the model's full day around the
+contest's, defaults set by ``python -m synth calibrate``; sglt and coloc:
+``synth.methods.SCHEMAS``), ``pool_days``, ``day_split`` (``chronological``:
+reference = the earlier days, paper 3.3, default; or ``random``) and the
+method's generation options under ``options``.
 
 Idempotent: a round whose datasets all exist is left alone; a partial run
 (worker died) completes the missing datasets from the same seed, and the
@@ -38,8 +44,8 @@ from contest.models import Dataset, Round, Team
 from contest.services import audit, data, figures, jobs, storage
 from scoring.traces import Traces
 from synth.city import CityModel
-from synth.generate import CONTEST_DEFAULTS, generate_round, train_contest_model
-from synth.ppmtf import PPMTFModel
+from synth.generate import generate_round
+from synth.methods import METHODS, SCHEMAS, load_model, train_contest_model
 
 CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
 
@@ -51,28 +57,30 @@ def _round_seed(round_: Round) -> int:
 def _train_model(round_: Round, job=None):
 
     if round_.model_file_id:
-        return PPMTFModel.load(storage.read_bytes(round_.model_file))
+        return load_model(storage.read_bytes(round_.model_file))
     contest = round_.contest
+    method = contest.synthesizer
     p = contest.synthesizer_params or {}
 
     def prog(done, total, message):
-        jobs.progress(job, 0.5 * done / max(total, 1), f"training PPMTF: {message}")
+        jobs.progress(job, 0.5 * done / max(total, 1), f"training {method}: {message}")
 
-    model = train_contest_model(contest.grid(), round_.time_axis(), seed=_round_seed(round_),
+    training = set(SCHEMAS[method]["training"]) | {"train_users", "train_days"}
+    model = train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
                                 city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
-                                **{k: p[k] for k in CONTEST_DEFAULTS if k in p})
+                                **{k: p[k] for k in training if k in p})
     buf = io.BytesIO()
     model.save(buf)
     with transaction.atomic():
         locked = Round.objects.select_for_update().get(pk=round_.pk)
         if locked.model_file_id is None:
-            stored = storage.store_bytes(buf.getvalue(), f"ppmtf_model_round{round_.number}.npz",
+            stored = storage.store_bytes(buf.getvalue(), f"{method}_model_round{round_.number}.npz",
                                          content_type="application/octet-stream")
             Round.objects.filter(pk=round_.pk).update(model_file=stored)
             round_.model_file = stored
         else:  # a concurrent run stored one first; use it so every set comes from one model
             round_.model_file = locked.model_file
-            return PPMTFModel.load(storage.read_bytes(locked.model_file))
+            return load_model(storage.read_bytes(locked.model_file))
     return model
 
 
@@ -83,7 +91,7 @@ def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
     grid = contest.grid()
     axis = round_.time_axis()
     seed = _round_seed(round_)
-    if contest.synthesizer == "ppmtf":
+    if contest.synthesizer in METHODS:
         model = _train_model(round_, job)
 
         def prog(done, total, message):
@@ -96,7 +104,7 @@ def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
                               progress=prog, **(p.get("options") or {}))
     if contest.synthesizer == "city":
         return _generate_city(round_, out, n_teams, seed, job)
-    raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected ppmtf or city")
+    raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected one of {', '.join(METHODS)} or city")
 
 
 def _generate_city(round_: Round, out: Path, n_teams: int, seed: int, job=None) -> dict:

@@ -48,7 +48,7 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
 from contest.services import audit
-from synth.generate import check_synthesizer_params
+from synth.methods import check_synthesizer_params
 
 SUPPORTED_VERSIONS = (1,)
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
@@ -131,11 +131,13 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
         tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         raise SetupError(f"contest.parameters.time_zone: unknown time zone {params.get('time_zone')!r}") from None
-    if "synthesizer_params" in params:
-        problems = check_synthesizer_params(params["synthesizer_params"])
+    if "synthesizer" in params or "synthesizer_params" in params:
+        problems = check_synthesizer_params(params.get("synthesizer_params", {}),
+                                            params.get("synthesizer", "ppmtf"))
         if problems:
-            raise SetupError("; ".join(f"contest.parameters.synthesizer_params.{key}: expected {expected}, "
-                                       f"got {value!r}" for key, value, expected in problems))
+            raise SetupError("; ".join(
+                f"contest.parameters.{'' if key == 'synthesizer' else 'synthesizer_params.'}{key}: "
+                f"expected {expected}, got {value!r}" for key, value, expected in problems))
     for key in ("freeze_at",):
         if params.get(key) is not None:
             params[key] = parse_time(params[key], tz, now)
