@@ -416,6 +416,10 @@ class Score(models.Model):
     anonymized_set = models.ForeignKey(AnonymizedSet, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
     attack = models.ForeignKey(Attack, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
     judge_attack = models.ForeignKey(JudgeAttackResult, null=True, blank=True, on_delete=models.PROTECT, related_name="scores")
+    # The score's per-user parts, users in ascending id (scoring.uncertainty.per_user_utility /
+    # per_user_attack): {"num": [m]} for a mean, plus "den": [m] for s_T = sum num / sum den. The
+    # results job bootstraps them; rows scored before they were kept have none (fixed in replicates).
+    per_user = models.JSONField(null=True, blank=True, editable=False)
     current = models.BooleanField(default=True)
     computed_at = models.DateTimeField(default=timezone.now)
 

@@ -33,6 +33,7 @@ from .grid import Grid, TimeAxis
 from .pseudonymize import Pseudonymized, pseudonymize
 from .seeds import derived_seed
 from .traces import AnonymizedTraces, Traces
+from .uncertainty import per_user_attack
 from .vocabulary import AttackKind
 
 
@@ -88,10 +89,9 @@ def reidentification_outcome(original: Traces, true_users: np.ndarray, estimate:
 def trace_inference_outcome(grid: Grid, original: Traces, estimate: Traces, *, lambda_t: float = 2.0,
                             hospital_weight: float = 10.0) -> tuple:
     """Per-user view of estimated traces: (score, error (m,), contribution (m,))."""
-    per_event = scores.trace_inference_per_event(grid, original, estimate, lambda_t=lambda_t)
-    w = grid.region_weights(hospital_weight)[original.regions]
-    num = (w * per_event).sum(axis=1)
-    den = w.sum(axis=1)
+    parts = per_user_attack(AttackKind.TRACE_INFERENCE, grid, estimate, truth=original, lambda_t=lambda_t,
+                            hospital_weight=hospital_weight)
+    num, den = parts["num"], parts["den"]
     score = scores.trace_inference(grid, original, estimate, lambda_t=lambda_t, hospital_weight=hospital_weight)
     return score, num / den, num / den.sum()
 

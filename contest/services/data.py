@@ -96,6 +96,11 @@ def attack_value(contest, kind: AttackKind, estimate, secret: dict) -> float:
                         truth=secret.get("truth"), lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
 
 
+def per_user_json(parts: dict) -> dict:
+    """A score's per-user parts (``scoring.uncertainty.per_user_*``: name -> (m,) array) as JSON lists."""
+    return {k: [float(x) for x in v] for k, v in parts.items()}
+
+
 def validation_issues(exc) -> tuple[list[dict], int]:
     """The structured issues of a ``scoring.errors.ValidationError`` as JSON-able dicts, and the total."""
     issues = [{"line": i.line, "column": i.column, "value": i.value, "message": i.message,

@@ -18,6 +18,7 @@ from scoring.preview import run_attack
 from scoring.pseudonymize import pseudonymize
 from scoring.seeds import derived_seed
 from scoring.traces import AnonymizedTraces
+from scoring.uncertainty import per_user_attack
 from scoring.vocabulary import ATTACK_KINDS, AttackKind, ScoreKind
 
 
@@ -157,6 +158,8 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
                              original=truth, true_users=true_users, axis=axis, lambda_t=contest.lambda_t,
                              hospital_weight=contest.hospital_weight, params=judge_mode_params(contest, algorithm))
         kind = AttackKind(algorithm.kind)
+        parts = per_user_attack(kind, grid, outcome.output, true_users=true_users, truth=truth,
+                                lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
         content = (data.etable_csv(outcome.output) if kind is AttackKind.REIDENTIFICATION
                    else data.etraces_csv(outcome.output))
         metric, fname = ScoreKind(kind), f"{kind.file_kind}_{name}-{ds.label}_{ds.round.number:03d}.csv"
@@ -166,7 +169,8 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
                 result = JudgeAttackResult.objects.create(public_set=ps, algorithm=name, kind=algorithm.kind,
                                                           params=outcome.params, seed=outcome.seed, output=stored,
                                                           score=outcome.score)
-                Score.objects.create(dataset=ds, metric=metric, value=outcome.score, judge_attack=result)
+                Score.objects.create(dataset=ds, metric=metric, value=outcome.score, judge_attack=result,
+                                     per_user=data.per_user_json(parts))
             done.append(result)
         except IntegrityError:
             pass  # a concurrent duplicate run stored it first

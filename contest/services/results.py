@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 
+import numpy as np
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -45,7 +47,11 @@ from scoring.results import (
     UtilityRow,
     compute_results,
 )
+from scoring.seeds import derived_seed
+from scoring.uncertainty import results_uncertainty
 from scoring.vocabulary import AttackKind
+
+log = logging.getLogger(__name__)
 
 #: Award name (``scoring.results``) -> (title, rule in the paper's notation): the one table of award
 #: titles. Titles are marked for translation; the pages translate them, the stored Award row keeps English.
@@ -69,10 +75,9 @@ def award_title(name: str, place: int | None = None) -> tuple[str, str]:
 
 def score_rows(contest: Contest):
     """(teams, round_weights, utility rows, attack rows, benchmark team) from the current score rows."""
-    freeze = contest.freeze_at
     rounds = list(Round.objects.filter(contest=contest))
     teams = sorted(contest.teams.filter(approved=True).values_list("number", flat=True))
-    utility, attacks = [], []
+    utility = []
     bench_numbers = set(Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK)
                         .values_list("number", flat=True))
     if len(bench_numbers) > 1:
@@ -87,24 +92,58 @@ def score_rows(contest: Contest):
     for ds in Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK, public_set__isnull=False):
         # The benchmark is O itself, pseudonymized only: its utility is 1 by definition.
         utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), 1.0, True, None))
-    rows = (Score.objects.filter(dataset__round__contest=contest, current=True,
-                                 metric__in=tuple(AttackKind))
-            .select_related("dataset__round", "attack__attacker", "judge_attack"))
-    for s in rows:
+    rows = (Score.objects.filter(dataset__round__contest=contest, current=True, metric__in=tuple(AttackKind))
+            .defer("per_user"))
+    attacks = [row for row, _ in _counted_attack_scores(contest, rows)]
+    weights = {r.number: float(r.weight) for r in rounds}
+    return teams, weights, utility, attacks, (bench_numbers.pop() if bench_numbers else None)
+
+
+def _counted_attack_scores(contest: Contest, rows):
+    """(AttackRow, Score) of the attack score rows ``rows`` that the results count: team attacks up to
+    the freeze time, judge attacks if the contest runs them."""
+    freeze = contest.freeze_at
+    for s in rows.select_related("dataset__round", "attack__attacker", "judge_attack"):
         ds = s.dataset
         ref = SetRef(ds.round.number, ds.number, ds.challenge)
         if s.attack_id:
             if freeze and s.attack.created_at > freeze:
                 continue
-            attacks.append(AttackRow(ref, s.attack.attacker.number, AttackKind(s.metric), float(s.value),
-                                     s.attack.created_at))
+            yield AttackRow(ref, s.attack.attacker.number, AttackKind(s.metric), float(s.value),
+                            s.attack.created_at), s
         elif s.judge_attack_id:
             if not contest.judge_attacks_enabled:
                 continue
-            attacks.append(AttackRow(ref, s.judge_attack.algorithm, AttackKind(s.metric), float(s.value),
-                                     s.judge_attack.created_at))
-    weights = {r.number: float(r.weight) for r in rounds}
-    return teams, weights, utility, attacks, (bench_numbers.pop() if bench_numbers else None)
+            yield AttackRow(ref, s.judge_attack.algorithm, AttackKind(s.metric), float(s.value),
+                            s.judge_attack.created_at), s
+
+
+def _vectors(per_user: dict | None) -> dict | None:
+    return {k: np.asarray(v, dtype=np.float64) for k, v in per_user.items()} if per_user else None
+
+
+def score_vectors(contest: Contest) -> tuple[dict, list]:
+    """The per-user parts of the scores the results count (``scoring.uncertainty``'s input):
+    SetRef -> utility parts of each final set, and (AttackRow, parts or None) per counted attack row."""
+    utility = {}
+    for s in Score.objects.filter(dataset__round__contest=contest, current=True, metric=Score.UTILITY,
+                                  anonymized_set__final=True).select_related("dataset__round"):
+        ds = s.dataset
+        utility[SetRef(ds.round.number, ds.number, ds.challenge)] = _vectors(s.per_user)
+    rows = Score.objects.filter(dataset__round__contest=contest, current=True, metric__in=tuple(AttackKind))
+    attacks = [(row, _vectors(s.per_user)) for row, s in _counted_attack_scores(contest, rows)]
+    return {k: v for k, v in utility.items() if v is not None}, attacks
+
+
+def uncertainty_for_snapshot(contest: Contest, res) -> dict:
+    """Bootstrap intervals, swap probabilities and award stability of ``res`` for the snapshot
+    (``scoring.uncertainty.results_uncertainty``, seeded by the contest); a failure is recorded, not raised."""
+    try:
+        utility, attacks = score_vectors(contest)
+        return results_uncertainty(res, utility, attacks, seed=derived_seed(contest.seed, "bootstrap"))
+    except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored
+        log.exception("uncertainty of %s failed", contest.slug)
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def compute(contest: Contest):
@@ -133,6 +172,7 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
     payload["contest"] = contest.slug
     payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
     payload["sample_anonymizers"] = samples.for_snapshot(contest)  # paper Fig. 8, per round
+    payload["uncertainty"] = uncertainty_for_snapshot(contest, res)  # bootstrap intervals (issue 16)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():

@@ -28,7 +28,8 @@ from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
 from scoring.errors import ValidationError
-from scoring.scores import utility
+from scoring.scores import utility_per_event
+from scoring.uncertainty import per_user_attack, per_user_utility
 from scoring.vocabulary import AttackKind, ScoreKind
 
 
@@ -141,14 +142,17 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
         return _set_rejected(aset, issues, total)
     except (storage.BadArchive, storage.UploadTooLarge) as exc:
         return _set_rejected(aset, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
-    s_u = float(utility(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u))
+    per_event = utility_per_event(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u)
+    s_u = float(per_event.mean())  # scoring.scores.utility: the mean over the m*L events
+
     valid = s_u >= contest.s_req
     # The map page's figures, while the files are parsed anyway (the page never parses them).
     figures.store_dataset_population(dataset, truth)
     figures.store_set_population(aset, anon)
     with transaction.atomic():
         Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY, current=True).update(current=False)
-        Score.objects.create(dataset=dataset, metric=Score.UTILITY, value=s_u, anonymized_set=aset)
+        Score.objects.create(dataset=dataset, metric=Score.UTILITY, value=s_u, anonymized_set=aset,
+                             per_user=data.per_user_json(per_user_utility(per_event)))
         AnonymizedSet.objects.filter(pk=aset.pk).update(
             status=AnonymizedSet.VALID if valid else AnonymizedSet.INVALID, s_u=s_u, valid=valid,
             errors=[], error_total=0, scored_at=timezone.now())
@@ -246,9 +250,12 @@ def score_attack(attack: Attack, *, force: bool = False) -> Attack:
     except (storage.BadArchive, storage.UploadTooLarge) as exc:
         return _attack_rejected(attack, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
     value = data.attack_value(contest, kind, estimate, secret)
+    parts = per_user_attack(kind, grid, estimate, true_users=secret.get("true_users"), truth=secret.get("truth"),
+                            lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
     with transaction.atomic():
         Score.objects.filter(attack=attack, current=True).update(current=False)
-        Score.objects.create(dataset=dataset, metric=ScoreKind(kind), value=value, attack=attack)
+        Score.objects.create(dataset=dataset, metric=ScoreKind(kind), value=value, attack=attack,
+                             per_user=data.per_user_json(parts))
         Attack.objects.filter(pk=attack.pk).update(status=Attack.VALID, score=value, errors=[], error_total=0,
                                                    scored_at=timezone.now())
     attack.refresh_from_db()

@@ -119,6 +119,27 @@ def _embargo(request, contest, sub, title):
     return page(request, "web/embargo.html", {"title": title}, contest=contest, sub=sub)
 
 
+def _board_uncertainty(rv: ResultsView, name: str) -> dict:
+    """team -> {"ci": (lo, hi), "stat_tied": bool} of a leaderboard, from the snapshot's bootstrap
+    (``scoring.uncertainty.results_uncertainty``); a place is flagged when it would swap with the
+    place above or below in at least ``tie_probability`` of the replicates. Empty for older snapshots."""
+    rows = ((rv.data.get("uncertainty") or {}).get("leaderboards") or {}).get(name) or []
+    out = {}
+    for i, r in enumerate(rows):
+        above = rows[i - 1]["tied_next"] if i > 0 else False
+        out[r["team"]] = {"ci": r["interval"], "stat_tied": bool(r["tied_next"] or above)}
+    return out
+
+
+def _percent(p: float | None) -> int | None:
+    return None if p is None else round(100 * p)
+
+
+def _set_interval(rv: ResultsView, s: dict, field: str):
+    """(lo, hi) bootstrap interval of ``field`` of the snapshot set ``s``, or None."""
+    return (((rv.data.get("uncertainty") or {}).get("sets") or {}).get(s["set"]["key"]) or {}).get(field)
+
+
 def leaderboard(request, slug):
     """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
     positions the judge computed with the awards' ranking rule: the page never ranks."""
@@ -135,10 +156,12 @@ def leaderboard(request, slug):
         round_no = choice
     sets = {(s["set"]["team"], s["set"]["challenge"]): s for s in rv.sets(round_no)} if round_no else {}
     rows = []
-    for st in rv.leaderboard(LEADERBOARD_TOTAL if round_no is None else leaderboard_name(round_no)):
+    board_name = LEADERBOARD_TOTAL if round_no is None else leaderboard_name(round_no)
+    unc = _board_uncertainty(rv, board_name)
+    for st in rv.leaderboard(board_name):
         t = st["team"]
         r = source[t]
-        rows.append({
+        rows.append({**unc.get(t, {}),
             "team": t, "rank": st["position"], "tied": st["tied"], "label": rv.team_label(t),
             "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
             "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
@@ -152,11 +175,14 @@ def leaderboard(request, slug):
             by_team = {s["set"]["team"]: s for s in rv.sets(round_no) if s["set"]["challenge"] == ch}
             ranked = [(st["position"], st["tied"], by_team[st["team"]])
                       for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st["team"] in by_team]
+            unc = _board_uncertainty(rv, leaderboard_name(round_no, ch))
             bench = [(None, False, s) for s in by_team.values() if s.get("benchmark")]
             srows = []
             for position, tied, s in ranked + bench:
                 t = s["set"]["team"]
                 srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
+                              "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.get("benchmark"),
+                              "ci_i": _set_interval(rv, s, "s_i_min"), "ci_t": _set_interval(rv, s, "s_t_min"),
                               "benchmark": s.get("benchmark"), "s_u": s["s_u"],
                               "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
                               "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
@@ -167,6 +193,7 @@ def leaderboard(request, slug):
             challenge_tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
                                      "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
     ctx = {"rv": rv, "preview": preview, "choice": choice, "rows": rows, "challenge_tables": challenge_tables,
+           "uncertainty": rv.data.get("uncertainty") if "sets" in (rv.data.get("uncertainty") or {}) else None,
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
            "tz": contest.tz, "unranked": "leaderboards" not in rv.data}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
@@ -259,6 +286,7 @@ def awards(request, slug):
                "earlier-final-submission": _("tie broken by the earlier final submission"),
                "team-id": _("tie broken by the lower team number")}
     items = []
+    stability = (rv.data.get("uncertainty") or {}).get("awards") or {}
     for a in rv.data.get("awards", []):
         title, rule = award_title(a["award"])
         if a["award"] == "overall":
@@ -267,6 +295,7 @@ def awards(request, slug):
                       "decided": decided.get(a.get("decided_by"), a.get("decided_by")),
                       "tied_with": [rv.team_label(t) for t in a.get("tied_with") or []],
                       "excluded": [rv.team_label(t) for t in a.get("excluded") or []],
+                      "stability": _percent(stability.get(f"{a['award']}-{a.get('place', 1)}")),
                       "is_own": _is_own(request, contest, a["team"])})
     standings = []
     for name, rows in (rv.data.get("standings") or {}).items():
