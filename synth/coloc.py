@@ -437,7 +437,9 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
         Qn = Q + rng.laplace(0.0, q_scale, size=Q.shape)
         q_name = "Laplace"
     else:
-        levels = block_hierarchy(grid) if hierarchy == "blocks" else [np.asarray(lv) for lv in hierarchy]
+        # Level labels may be any integers (e.g. -1 = a region without a category): renumber them 0..k-1.
+        levels = block_hierarchy(grid) if isinstance(hierarchy, str) else [
+            np.unique(np.asarray(lv), return_inverse=True)[1].astype(np.int64) for lv in hierarchy]
         H = Hierarchy.of(levels, M)
         q_sens = float(H.height * c)
         q_scale = q_sens / eps2
@@ -458,7 +460,7 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
     ]
     progress(3, 3, "done")
     params = dict(eps1=float(eps1), eps2=float(eps2), eps3=float(eps3), c=int(c), c_trans=int(c_trans),
-                  mechanism=mechanism, hierarchy=hierarchy if isinstance(hierarchy, str) else "given",
+                  mechanism=mechanism, hierarchy=hierarchy if isinstance(hierarchy, str) else "given levels",
                   successors=int(successors), min_meetings=int(min_meetings), seed=seed, slots_per_day=T,
                   training_users=N, friendships=len(edges), friends_inferred=inferred,
                   colocations=int(len(u)), colocations_counted=int(Q.sum()))

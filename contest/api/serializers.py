@@ -18,6 +18,7 @@ from contest.models import (
     StoredFile,
     Team,
 )
+from contest.services.generation import synthesizer_summary
 
 
 class StoredFileSerializer(serializers.ModelSerializer):
@@ -47,10 +48,15 @@ class PhaseSerializer(serializers.ModelSerializer):
 
 class RoundSerializer(serializers.ModelSerializer):
     phases = PhaseSerializer(many=True, read_only=True)
+    synthesizer = serializers.SerializerMethodField()
 
     class Meta:
         model = Round
-        fields = ["id", "number", "name", "weight", "ref_days", "org_days", "generated_at", "phases"]
+        fields = ["id", "number", "name", "weight", "ref_days", "org_days", "generated_at", "phases", "synthesizer"]
+
+    def get_synthesizer(self, obj) -> dict | None:
+        """The generator, privacy budget and privacy-test report of the round's data (public: no seed)."""
+        return synthesizer_summary(obj.manifest or {})
 
 
 class ContestSerializer(serializers.ModelSerializer):

@@ -184,6 +184,23 @@ def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
     return datasets
 
 
+def synthesizer_summary(manifest: dict) -> dict | None:
+    """What an organizer needs from a round's generation manifest (console and API): the generator, the
+    privacy budget of a DP synthesizer (epsilon per data set and per user), the fakes failing the
+    privacy test (sglt) and the co-locations planted (coloc); None before generation. No seed."""
+    if not manifest.get("generator"):
+        return None
+    privacy = (manifest.get("model") or {}).get("privacy")
+    reports = [s.get("report") or {} for s in manifest.get("sets", [])]
+    return {"generator": manifest["generator"],
+            "budget": [[data, eps] for data, eps in sorted((privacy or {}).get("totals", {}).items())],
+            "per_user": (privacy or {}).get("per_user"),
+            "failing": sum(int(r.get("failing", 0)) for r in reports),
+            "tested": any("failing" in r for r in reports),
+            "planted": sum(int(r.get("colocations_planted", 0)) for r in reports)
+            if any("colocations_planted" in r for r in reports) else None}
+
+
 def generate_round_job(job, round_id: int) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     datasets = generate_round_data(round_, user=job.created_by, job=job)

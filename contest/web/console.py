@@ -41,7 +41,7 @@ from contest.models import (
     Team,
 )
 from contest.services import audit, jobs, judge, results, setup, storage, teams
-from contest.services.generation import request_generation
+from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 
 from .common import contest_state, get_contest, page, require_organizer
@@ -135,6 +135,7 @@ def console_contest(request, slug):
             "n_uploads": AnonymizedSet.objects.filter(dataset__round=r).count(),
             "n_public": PublicSet.objects.filter(dataset__round=r).count(),
             "n_attacks": Attack.objects.filter(target__dataset__round=r).count(),
+            "synth": synthesizer_summary(r.manifest or {}),
         })
     teams = contest.teams.annotate(n_members=Count("memberships")).order_by("number")
     snapshots = contest.snapshots.order_by("-created_at", "-id")[:5]

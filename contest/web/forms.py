@@ -9,6 +9,7 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
+from synth.methods import CONTEST_SYNTHESIZERS, check_synthesizer_params
 
 
 class SignUpForm(UserCreationForm):
@@ -71,14 +72,32 @@ class ContestYamlForm(forms.Form):
         return self.cleaned_data["yaml_text"]
 
 
+#: The synthesizers an organizer picks from (``synth.methods``), in the pages' words.
+SYNTHESIZER_CHOICES = (
+    ("ppmtf", _("PPMTF+ (per-user features; the 2019 contest's)")),
+    ("sglt", _("Semantic fake traces with privacy tests (Bindschaedler and Shokri)")),
+    ("coloc", _("Co-location-aware traces with differential privacy (Narita et al.)")),
+    ("city", _("Built-in city model, no training (rehearsals)")),
+)
+assert tuple(k for k, _label in SYNTHESIZER_CHOICES) == CONTEST_SYNTHESIZERS
+
+
 class ContestForm(forms.ModelForm):
     """Create a contest by form: the SPEC 12 parameters most often changed; the rest keep their defaults."""
+
+    synthesizer = forms.ChoiceField(label=_("Synthesizer"), choices=SYNTHESIZER_CHOICES, initial="ppmtf")
+    synthesizer_params = forms.JSONField(
+        label=_("Synthesizer parameters (JSON)"), required=False, initial=dict,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text=_('For example {"eps1": 1, "eps2": 1, "options": {"theta": 200}} for the co-location '
+                    'synthesizer; see synth/README.md for each method\'s parameters and bounds.'))
 
     class Meta:
         model = Contest
         fields = ["name", "slug", "description", "users_per_set", "slots_per_day", "s_req", "lambda_u", "lambda_t",
                   "utility_convention", "hospital_weight", "anonymized_upload_limit", "etable_limit", "etraces_limit",
-                  "time_zone", "award_variant", "tie_break", "judge_attack_mode", "synthesizer", "seed"]
+                  "time_zone", "award_variant", "tie_break", "judge_attack_mode", "synthesizer",
+                  "synthesizer_params", "seed"]
         labels = {
             "users_per_set": _("Users per set (m)"), "slots_per_day": _("Slots per day (S)"),
             "s_req": _("Required utility s_req"), "lambda_u": _("λ_U (km)"), "lambda_t": _("λ_T (km)"),
@@ -97,6 +116,18 @@ class ContestForm(forms.ModelForm):
             raise forms.ValidationError(
                 _("Unknown time zone %(tz)s; use an IANA name such as Asia/Tokyo.") % {"tz": tz}) from e
         return tz
+
+    def clean(self):
+        data = super().clean()
+        params = data.get("synthesizer_params")
+        if params is None:
+            params = data["synthesizer_params"] = {}
+        if "synthesizer" in data and "synthesizer_params" not in self.errors:
+            problems = check_synthesizer_params(params, data["synthesizer"])
+            for key, value, expected in problems:
+                self.add_error("synthesizer_params", _("%(key)s: expected %(expected)s, got %(value)s")
+                               % {"key": key, "expected": expected, "value": repr(value)})
+        return data
 
 
 class RoundForm(forms.Form):

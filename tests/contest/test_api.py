@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 
 import pytest
@@ -206,6 +207,16 @@ def test_contest_setup_endpoint(db):
     bad = yaml.safe_dump({**contest_spec(slug="x"), "version": 9})
     r = client_for("root", "root-pass").post("/api/contests/", {"yaml": bad}, format="json")
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_contest_file"
+    # The method and its parameters come in the same file, checked against the method's schema.
+    dp = contest_spec(slug="dp", synthesizer="sglt", extra={"synthesizer_params": {"options": {"par_d": 2}}})
+    dp["users"], dp["teams"] = [], []
+    r = client_for("root", "root-pass").post("/api/contests/", {"yaml": yaml.safe_dump(dp)}, format="json")
+    assert r.status_code == 400 and "synthesizer_params.options.par_d: expected a number in [0, 1], got 2" \
+        in json.dumps(r.json())
+    dp["contest"]["parameters"]["synthesizer_params"] = {"clusters": 20, "options": {"par_d": 0.2, "k": 3}}
+    r = client_for("root", "root-pass").post("/api/contests/", {"yaml": yaml.safe_dump(dp)}, format="json")
+    assert r.status_code == 201 and r.json()["synthesizer"] == "sglt"
+    assert r.json()["rounds"][0]["synthesizer"] is None                      # nothing generated yet
 
 
 def test_organizer_commands_are_services_with_audit_records(make_contest, django_capture_on_commit_callbacks):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import zipfile
 
 import numpy as np
@@ -47,6 +48,40 @@ def test_ppmtf_generation_small(make_contest):
     assert rnd.model_file is not None
     assert Dataset.objects.filter(round=rnd).count() == 12
     assert "PPMTF" in Dataset.objects.filter(round=rnd).first().generator
+
+
+@pytest.mark.parametrize("method, params, generator", [
+    ("sglt", {"train_users": 40, "train_days": 3, "clusters": 6, "options": {"max_tries": 3}}, "SGLT"),
+    ("coloc", {"train_users": 40, "train_days": 3, "eps1": 5.0, "min_meetings": 1, "mechanism": "wavelet",
+               "hierarchy": "categories",
+               "options": {"theta": 10}}, "coloc"),
+])
+def test_every_synthesizer_generates_a_round_through_the_job(make_contest, method, params, generator):
+    from contest.models import Job
+    from contest.services import jobs
+    from synth.methods import load_model
+    contest = make_contest(slug=f"m-{method}", synthesizer=method, extra={"synthesizer_params": params})
+    rnd = contest.rounds.get()
+    job = jobs.create_job("generate_round", contest=contest, dispatch=False, round_id=rnd.pk)
+    assert jobs.execute(job.pk) == Job.SUCCEEDED
+    rnd.refresh_from_db()
+    assert load_model(storage.read_bytes(rnd.model_file)).method == method      # stored, reused on a re-run
+    sets = list(Dataset.objects.filter(round=rnd))
+    assert len(sets) == 12 and all(d.generator.startswith(generator) for d in sets)
+    grid = contest.grid()
+    ref, org = data.traces(sets[0].reference, grid), data.traces(sets[0].original, grid)
+    assert ref.regions.shape == (SMALL_USERS, 40) and org.time_ids[0] == 41
+    manifest = rnd.manifest
+    assert manifest["model"]["method"] == method and all("report" in s for s in manifest["sets"])
+    from contest.api.serializers import RoundSerializer
+    shown = RoundSerializer(rnd).data["synthesizer"]                         # what the API shows of it
+    assert shown["generator"] == generator and "seed" not in json.dumps(shown)
+    if method == "coloc":
+        assert manifest["model"]["privacy"]["totals"] == {"training traces": 7.0}
+        assert {s["report"]["colocations_planted"] for s in manifest["sets"]} == {10}
+        assert shown["budget"] == [["training traces", 7.0]] and shown["planted"] == 120     # 12 sets x theta
+    else:
+        assert shown["tested"] and shown["budget"] == []
 
 
 def test_valid_upload_scores_utility_like_scoring(generated):
