@@ -169,12 +169,11 @@ def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview)
              "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
                       "values": [v / reidentified for v in leaks["home"]],
                       "label": _("Share of re-identified users whose home is each region"),
-                      "legend": _("share of re-identified users (sqrt scale)")}},
+                      "legend": _("share of users (sqrt scale)")}},
             {"id": f"leak-exposed-{aset.pk}", "title": _("Their events left exact"),
              "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
                       "values": [v / exposed_total for v in leaks["exposed"]],
-                      "label": _("Share of re-identified users' events published unchanged, per region"),
-                      "legend": _("share of their exact events (sqrt scale)")}}]
+                      "label": _("Share of re-identified users' events published unchanged, per region")}}]
     command = (f"python -m scoring preview --grid info_region.csv --time info_time.csv "
                f"{ds.reference.name} {ds.original.name} anotraces.csv --seed {p.seed} --per-user risk.csv")
     return {"aset": aset, "p": p, "summary": s, "attacks": attacks, "top": top, "maps": maps,
