@@ -126,15 +126,20 @@ def cmd_validate(args) -> int:
 def cmd_preview(args) -> int:
     import secrets
 
-    from .preview import per_user_csv, per_user_rows, preview
+    from .algorithms.registry import judge_defaults
+    from .preview import judge_mode_params, per_user_csv, per_user_rows, preview
     grid = _grid(args)
     axis = TimeAxis.from_info_time(args.time) if args.time else None
     reference = _read_truth(args.reference, grid)
     truth = _read_truth(args.original, grid)
     anon = sio.read_anotraces(args.anonymized, grid, truth)
     seed = args.seed if args.seed is not None else secrets.randbits(63)
+    attacks = args.attacks.split(",") if args.attacks else None
+    names = attacks if attacks is not None else [a.name for a in judge_defaults()]
     result = preview(grid, reference, truth, anon, seed=seed, axis=axis, convention=args.convention,
-                     s_req=args.s_req, hospital_weight=args.hospital_weight)
+                     s_req=args.s_req, hospital_weight=args.hospital_weight, lambda_u=args.lambda_u,
+                     lambda_t=args.lambda_t, attacks=attacks,
+                     params=judge_mode_params(names, args.sample_2019))
     print(f"seed {seed}")
     print(f"s_U {result.s_u!r} ({'valid' if result.valid else 'INVALID: the judge would not attack it'}, "
           f"s_req {args.s_req})")
@@ -210,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="utility of a generalized set (default: mean-distance)")
     p.add_argument("--s-req", type=float, default=0.7, help="utility a valid set needs (default 0.7)")
     p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
+    p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
+    p.add_argument("--lambda-t", type=float, default=2.0, help="lambda_T in km (default 2)")
+    p.add_argument("--attacks", metavar="NAMES", default=None,
+                   help="comma-separated judge attacks (default: I1-I3 and T1-T3)")
+    p.add_argument("--sample-2019", action="store_true",
+                   help="the judge's 2019 sampling mode (the official programs' draws) instead of exact")
     _add_grid(p)
     p.set_defaults(func=cmd_preview)
 

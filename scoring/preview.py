@@ -129,6 +129,14 @@ def run_attack(algorithm: Algorithm | str, grid: Grid, reference: Traces, pub: A
     raise ValueError(f"{algorithm.name} is a {algorithm.kind}, not an attack")
 
 
+def judge_mode_params(names: list[str], sample_2019: bool) -> dict[str, dict]:
+    """Per-attack parameters of a judge mode: ``{"sample_2019": True}`` for each of ``names`` that has
+    the switch when the mode is the 2019 programs' sampling, nothing in exact mode."""
+    if not sample_2019:
+        return {}
+    return {n: {"sample_2019": True} for n in names if "sample_2019" in {p.name for p in get(n).params}}
+
+
 @dataclass(frozen=True)
 class Preview:
     """What the judge's attacks would give one anonymized set.

@@ -14,6 +14,7 @@ from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase
 from contest.services import audit, data, jobs, results, storage
 from contest.services.uploads import score_anonymized_set
 from scoring.algorithms.registry import get
+from scoring.preview import judge_mode_params as preview_mode_params
 from scoring.preview import run_attack
 from scoring.pseudonymize import pseudonymize
 from scoring.seeds import derived_seed
@@ -117,9 +118,7 @@ def attack_seed(contest_seed: int, ps: PublicSet, algorithm: str) -> int:
 
 def judge_mode_params(contest, algorithm) -> dict:
     """The contest's judge mode as the attack's parameters: ``sample_2019`` where the attack has it."""
-    if contest.judge_attack_mode == "sample_2019" and "sample_2019" in {p.name for p in algorithm.params}:
-        return {"sample_2019": True}
-    return {}
+    return preview_mode_params([algorithm.name], contest.judge_attack_mode == "sample_2019").get(algorithm.name, {})
 
 
 def preview_settings(contest, round_: Round) -> dict:

@@ -20,11 +20,31 @@ import scoring
 from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
 from contest.services.judge import anonymization_closing, preview_settings
+from scoring.algorithms.registry import judge_defaults
 from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
 from scoring.seeds import derived_seed
 
 #: Riskiest users kept in the summary for the team page (the CSV has them all).
 TOP_USERS = 10
+
+
+def preview_command(contest, ds, seed: int) -> list[str]:
+    """The shell command that prints a preview's figures on a team's computer (``python -m scoring
+    preview``): the round's grid and clock files, the team's R and O, its upload saved as
+    ``anotraces.csv``, the preview's seed and every contest parameter that differs from the default."""
+    cmd = ["python", "-m", "scoring", "preview", "--grid", "info_region.csv", "--time", "info_time.csv",
+           ds.reference.name, ds.original.name, "anotraces.csv", "--seed", str(seed)]
+    if list(contest.judge_attacks) != [a.name for a in judge_defaults()]:
+        cmd += ["--attacks", ",".join(contest.judge_attacks)]
+    if contest.judge_attack_mode == "sample_2019":
+        cmd.append("--sample-2019")
+    for flag, value, default in (("--convention", contest.utility_convention, "mean-distance"),
+                                 ("--s-req", contest.s_req, 0.7), ("--lambda-u", contest.lambda_u, 2.0),
+                                 ("--lambda-t", contest.lambda_t, 2.0),
+                                 ("--hospital-weight", contest.hospital_weight, 10.0)):
+        if value != default:
+            cmd += [flag, str(value)]
+    return cmd + ["--per-user", "risk.csv"]
 
 
 def risk_order(row: tuple) -> tuple:

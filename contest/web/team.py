@@ -25,7 +25,7 @@ from django.views.decorators.http import require_POST
 
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
-from contest.services import figures, storage, uploads
+from contest.services import figures, previews, storage, uploads
 
 from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
 from .forms import AttackUploadForm, UploadForm
@@ -174,8 +174,7 @@ def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview)
              "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
                       "values": [v / exposed_total for v in leaks["exposed"]],
                       "label": _("Share of re-identified users' events published unchanged, per region")}}]
-    command = (f"python -m scoring preview --grid info_region.csv --time info_time.csv "
-               f"{ds.reference.name} {ds.original.name} anotraces.csv --seed {p.seed} --per-user risk.csv")
+    command = " ".join(previews.preview_command(contest, ds, p.seed))
     return {"aset": aset, "p": p, "summary": s, "attacks": attacks, "top": top, "maps": maps,
             "command": command}
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import numpy as np
 import pytest
@@ -127,3 +128,34 @@ def test_a_phase_close_pre_empts_queued_previews(generated, django_capture_on_co
     assert preview_job.status == Job.SUCCEEDED and "skipped" in preview_job.message
     # a preview that starts once the close is queued does nothing
     assert previews.compute_preview(aset) is None and not PrivacyPreview.objects.exists()
+
+
+@pytest.mark.parametrize("extra", [{}, {"judge_attack_mode": "sample_2019", "s_req": 0.6, "lambda_t": 1.5,
+                                        "judge_attacks": ["I1-rand", "I2-VisitProb", "T2-VisitProb"]}])
+def test_the_shown_command_prints_the_previews_figures(make_contest, extra, tmp_path, capsys,
+                                                       django_capture_on_commit_callbacks):
+    """The team card's ``python -m scoring preview`` command, run on the team's files, prints exactly
+    the stored preview's figures, whatever the contest's judge mode and parameters."""
+    from contest.services.generation import generate_round_data
+    from scoring.cli import main
+    contest = make_contest(slug="cmd", extra=extra)
+    rnd = contest.rounds.get()
+    generate_round_data(rnd)
+    rnd.refresh_from_db()
+    aset = _upload(contest, 1, 1, django_capture_on_commit_callbacks)
+    p = PrivacyPreview.objects.get(anonymized_set=aset)
+    ds = aset.dataset
+    files = {"info_region.csv": rnd.info_region, "info_time.csv": rnd.info_time, ds.reference.name: ds.reference,
+             ds.original.name: ds.original, "anotraces.csv": aset.file}
+    for name, stored in files.items():
+        (tmp_path / name).write_bytes(storage.read_csv_bytes(stored))
+    cmd = previews.preview_command(contest, ds, p.seed)
+    assert cmd[:4] == ["python", "-m", "scoring", "preview"]
+    argv = [str(tmp_path / a) if a in files or a == "risk.csv" else a for a in cmd[3:]]
+    capsys.readouterr()
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for a in p.summary["attacks"]:
+        assert re.search(rf"^{re.escape(a['name'])}\s+s_[IT] {a['score']!r}$", out, re.M), (a, out)
+    assert f"s_I,min {p.summary['s_i_min']!r}" in out and f"s_T,min {p.summary['s_t_min']!r}" in out
+    assert (tmp_path / "risk.csv").read_bytes() == storage.read_bytes(p.per_user)
