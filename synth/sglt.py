@@ -56,7 +56,7 @@ GENERATOR_VERSION = "tracecup-sglt-gen-1"
 #: Generation parameters and their defaults (the paper's sec. 5.3 values where it gives them;
 #: k is not given: k = 2 is "at least one real trace outside the seeds").
 GENERATION_DEFAULTS = dict(par_c=0.25, par_l=1.0, par_m=0.75, par_v=4.0, par_s=0.1, par_i=0.0, par_d=0.1,
-                           k=2, max_tries=10, width=24, pd_candidates=50)
+                           k=2, max_tries=10, width=16, pd_candidates=50)
 #: Training parameters and their defaults.
 TRAINING_DEFAULTS = dict(periods=4, clusters=40, partners=30, alt_fraction=0.5, eps=0.01)
 
@@ -332,8 +332,9 @@ def randomized_viterbi(cand: np.ndarray, log_start: np.ndarray, log_trans, par_v
         (C, S) int64 chosen region per step.
     """
     C, S, W = cand.shape
-    noise = (lambda: np.log(rng.uniform(1.0, par_v, size=(C, W)))) if par_v > 1 else (lambda: 0.0)
-    score = np.where(cand[:, 0] >= 0, log_start + noise(), -np.inf)
+    noise = (lambda: np.log(rng.uniform(1.0, par_v, size=(C, W))).astype(np.float32)) if par_v > 1 \
+        else (lambda: np.float32(0.0))
+    score = np.where(cand[:, 0] >= 0, log_start + noise(), -np.inf).astype(np.float32)
     back = np.empty((C, S, W), dtype=np.int16)
     for s in range(1, S):
         tot = score[:, :, None] + log_trans(s, cand[:, s - 1], cand[:, s])
@@ -386,7 +387,7 @@ class SGLTSynthesizer:
                               slot_start_minute, slot_step_minutes)
         self.period = model.period_of_slot[self.mslot]                      # (S,) period of each contest slot
         self.w = np.bincount(self.period, minlength=model.P) / self.S
-        self.log_p = np.log(np.maximum(model.p_bar, 1e-30))
+        self.log_p = np.log(np.maximum(model.p_bar, 1e-30)).astype(np.float32).reshape(model.P, -1)
         self.log_pi = np.log(np.maximum(model.pi_bar, 1e-30))
         C = model.n_classes
         self.members = [np.flatnonzero(model.classes == c) for c in range(C)]
@@ -400,6 +401,7 @@ class SGLTSynthesizer:
         self.seed_users = np.flatnonzero(~model.alternative)
         self.alt_users = np.flatnonzero(model.alternative)
         self.stats = {}
+        self.batch = 512
 
     def options(self) -> dict:
         return dict(self.p)
@@ -477,9 +479,10 @@ class SGLTSynthesizer:
             c = flat[lo:lo + step]
             start = self.log_pi[self.period[0]][np.maximum(c[:, 0], 0)]
 
-            def log_trans(s, prev, cur):
-                lp = self.log_p[self.period[s - 1]]
-                return lp[np.maximum(prev, 0)[:, :, None], np.maximum(cur, 0)[:, None, :]]
+            def log_trans(s, prev, cur, M=self.model.M):
+                # One flat gather from the period's (M*M,) row-major log p_bar.
+                return np.take(self.log_p[self.period[s - 1]],
+                               np.maximum(prev, 0)[:, :, None] * M + np.maximum(cur, 0)[:, None, :])
 
             out[lo:lo + step] = randomized_viterbi(c, start, log_trans, float(self.p["par_v"]), rng)
         return out.reshape(n, D, S)
@@ -542,22 +545,29 @@ class SGLTSynthesizer:
         out = np.empty((users, n_days, self.S), dtype=np.int32)
         todo = np.arange(users)
         tries = np.zeros(users, dtype=np.int64)
-        last = {}
-        for attempt in range(int(self.p["max_tries"])):
-            seeds = rng.choice(self.seed_users, size=len(todo))
-            seq = self._seed_days(seeds, n_days, rng)
-            fakes = self._decode(self._candidates(seq, rng), rng)
-            test = self.privacy_test(fakes, seeds, seq, rng)
+        last = []
+        last_try = int(self.p["max_tries"]) - 1
+        for attempt in range(last_try + 1):
+            failed = []
+            for lo in range(0, len(todo), self.batch):                     # bounded memory per batch
+                idx = todo[lo:lo + self.batch]
+                seeds = rng.choice(self.seed_users, size=len(idx))
+                seq = self._seed_days(seeds, n_days, rng)
+                fakes = self._decode(self._candidates(seq, rng), rng)
+                test = self.privacy_test(fakes, seeds, seq, rng)
+                ok = test["accept"]
+                final = ok | (attempt == last_try)
+                out[idx[final]] = fakes[final]
+                failed.append(idx[~ok])
+                if attempt == last_try:
+                    last.append({k: v[~ok] for k, v in test.items()})
             tries[todo] += 1
-            ok = test["accept"]
-            final = ok | (attempt == int(self.p["max_tries"]) - 1)
-            out[todo[final]] = fakes[final]
-            last = {k: v[~ok] for k, v in test.items()} if attempt == int(self.p["max_tries"]) - 1 else last
-            todo = todo[~ok]
+            todo = np.concatenate(failed) if failed else todo[:0]
             if progress:
                 progress(users - len(todo), users, f"fakes accepted after {attempt + 1} draw(s)")
             if len(todo) == 0:
                 break
+        last = {k: np.concatenate([d[k] for d in last]) for k in last[0]} if last else {}
         self.stats = dict(users=users, draws=int(tries.sum()), failing=int(len(todo)),
                           failing_geo=int((~last["geo_ok"]).sum()) if len(todo) else 0,
                           failing_intersection=int((~last["int_ok"]).sum()) if len(todo) else 0,
