@@ -11,6 +11,9 @@
   the method's generation options).
 - ``metrics``: realism metrics of synthetic traces against real ones
   (:func:`synth.metrics.compute_all`).
+- ``compare``: train every method on the same training data and compare
+  realism (TP-TV-Top50, TM-EMD, VF-TV), diversity and the judge attacks'
+  re-identification of the raw sets (:mod:`synth.compare`; table, CSV, PNG).
 - ``calibrate``: generate a contest-size set and print its home and movement
   statistics and the six sample attacks' scores beside the 2019 Osaka data
   (:mod:`synth.calibrate`; exit status 1 when the targets are missed).
@@ -195,6 +198,12 @@ def cmd_calibrate(args) -> int:
     return calibrate.main(args)
 
 
+def cmd_compare(args) -> int:
+    from synth import compare
+    args.progress = StderrProgress("compare")
+    return compare.main(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -296,6 +305,20 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--no-attacks", action="store_true", help="statistics only (fast)")
     k.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
     k.set_defaults(func=cmd_calibrate)
+
+    q = sub.add_parser("compare", help="every synthesizer on the same training data: realism, diversity, "
+                                       "re-identification of the raw sets (table, CSV, PNG)")
+    q.add_argument("--data", choices=("city", "osaka"), default="city",
+                   help="training data: the built-in city (default) or the 2019 Osaka practice set")
+    q.add_argument("--train-users", type=int, default=500)
+    q.add_argument("--users", type=int, default=500, help="users of each generated set and of the real set")
+    q.add_argument("--ref-days", type=int, default=2)
+    q.add_argument("--org-days", type=int, default=2)
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--no-attacks", action="store_true", help="realism and diversity only")
+    q.add_argument("--no-plot", action="store_true", help="no PNG (matplotlib is a development dependency)")
+    q.add_argument("--out", default="compare", help="folder of compare.md, .csv, .json and .png")
+    q.set_defaults(func=cmd_compare)
 
     m = sub.add_parser("metrics", help="realism metrics of synthetic vs real traces")
     m.add_argument("real")

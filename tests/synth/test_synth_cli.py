@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from scoring.grid import Grid
 from synth.cli import StderrProgress, main
@@ -85,7 +86,6 @@ def test_module_entry_point():
 
 
 def test_train_help_lists_the_methods(capsys):
-    import pytest
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     out = capsys.readouterr().out
@@ -127,3 +127,25 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
     assert main(["generate", str(tmp_path / "sglt.npz"), "--teams", "1", "--out", str(tmp_path / "x"),
                  "--option", "theta=3"]) == 2
     assert "unknown sglt option" in capsys.readouterr().err
+
+
+def test_compare_writes_table_csv_and_plot(tmp_path, capsys):
+    from synth import compare
+    entries = (("PPMTF+", "ppmtf", dict(K=3, sweeps=2), {}), ("SGLT", "sglt", dict(clusters=5), {}),
+               ("coloc", "coloc", {}, dict(theta=5)))
+    rows = compare.run("city", train_users=40, users=30, seed=1, entries=entries)
+    assert [r["name"] for r in rows] == ["PPMTF+", "SGLT", "coloc", "real (a second draw)"]
+    for r in rows:
+        assert set(compare.COLUMNS) <= set(r)
+        assert all(0.0 <= r[a] <= 1.0 for a in compare.ATTACKS)
+    # The real data against a second real draw is the floor; every synthesizer is farther on TP-TV-Top50.
+    assert all(r["tp_tv_top50"] > rows[-1]["tp_tv_top50"] for r in rows[:-1])
+    table = compare.to_markdown(rows)
+    assert table.count("\n") == len(rows) + 1 and "| SGLT |" in table
+    compare.write_csv(rows, tmp_path / "c.csv")
+    assert (tmp_path / "c.csv").read_text().splitlines()[0].startswith("name,tp_tv_top50,tm_emd")
+    compare.plot(rows, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "--data {city,osaka}" in capsys.readouterr().out
