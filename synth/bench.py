@@ -7,9 +7,16 @@
    20 + 20 days, both trace files written) from that model. Target: < 30 s,
    < 4 GB.
 
+3. The other synthesizers (:mod:`synth.methods`): semantic fake traces
+   (sglt) and co-location-aware DP traces (coloc), each trained on the
+   built-in city (300 users x 10 days) and generating one team set of
+   ``--method-users`` (default 500; ``--full``: 2000) x ``--days`` days
+   (privacy tests and planted co-locations included).
+
 Each phase runs in its own child process, so its peak RSS is its own.
 Options: ``--sweeps N`` (default 100), ``--users``, ``--days``, ``--data DIR``
-(the people-flow folder; default ``../shared/data/pwscup2019/peopleflow``).
+(the people-flow folder; default ``../shared/data/pwscup2019/peopleflow``),
+``--method-users``, ``--full``.
 """
 from __future__ import annotations
 
@@ -63,13 +70,33 @@ def phase_generate(model_path: Path, users: int, days: int) -> dict:
                 peak_rss_mb=round(_peak_mb(), 1), bytes_written=size)
 
 
+def phase_method(method: str, users: int, days: int) -> dict:
+    import numpy as np
+
+    from scoring.grid import Grid
+    from synth.city import CityModel
+    from synth.methods import make_synthesizer, train_model
+    grid = Grid()
+    training = CityModel(grid, seed=0).simulate(300, 10, seed=1)
+    t0 = time.perf_counter()
+    model = train_model(method, training, grid, slots_per_day=20, slot_start_minute=480, slot_minutes=30, seed=0)
+    t1 = time.perf_counter()
+    synth = make_synthesizer(model)
+    synth.sample_set(users, days, np.random.default_rng([0, 1, 1]))
+    t2 = time.perf_counter()
+    return dict(phase=method, users=users, days=days, train_seconds=round(t1 - t0, 2),
+                seconds=round(t2 - t1, 2), peak_rss_mb=round(_peak_mb(), 1), report=synth.stats)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m synth.bench", description=__doc__.splitlines()[0])
     p.add_argument("--sweeps", type=int, default=100)
     p.add_argument("--users", type=int, default=2000)
     p.add_argument("--days", type=int, default=40)
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    p.add_argument("--phase", choices=("train", "generate"), help=argparse.SUPPRESS)
+    p.add_argument("--method-users", type=int, default=500, help="users of the sglt and coloc sets (default 500)")
+    p.add_argument("--full", action="store_true", help="sglt and coloc at the contest's size, 2000 users")
+    p.add_argument("--phase", choices=("train", "generate", "sglt", "coloc"), help=argparse.SUPPRESS)
     p.add_argument("--model", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.phase == "train":
@@ -77,6 +104,9 @@ def main(argv=None) -> int:
         return 0
     if args.phase == "generate":
         print(json.dumps(phase_generate(args.model, args.users, args.days)))
+        return 0
+    if args.phase in ("sglt", "coloc"):
+        print(json.dumps(phase_method(args.phase, args.method_users, args.days)))
         return 0
     if not (args.data / "traintraces_TK.csv").exists():
         print(f"people-flow sample not found in {args.data}", file=sys.stderr)
@@ -101,6 +131,14 @@ def main(argv=None) -> int:
                 print(f"PPMTF+ generation, one team set ({r['users']} users x {r['days']} days, R+O "
                       f"written, {r['bytes_written'] / 1e6:.1f} MB): {r['seconds']:.1f} s, "
                       f"peak RSS {r['peak_rss_mb']:.0f} MB  [target {target}]")
+        users = 2000 if args.full else args.method_users
+        for method in ("sglt", "coloc"):
+            out = subprocess.run(base + ["--phase", method, "--method-users", str(users)], check=True,
+                                 capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            print(f"{method}: training on the city (300 users x 10 days) {r['train_seconds']:.1f} s; one team set "
+                  f"({r['users']} users x {r['days']} days) {r['seconds']:.1f} s, peak RSS "
+                  f"{r['peak_rss_mb']:.0f} MB; {json.dumps(r['report'], sort_keys=True)}")
     return 0
 
 
