@@ -14,3 +14,6 @@ class ContestConfig(AppConfig):
         from contest.settings import make_local_folders
         make_local_folders(getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None)
                            if settings.CELERY_BROKER_URL.startswith("filesystem") else None)
+        # The job handlers register themselves when their services are imported; the tasks
+        # module imports them all (and binds the Celery tasks), in every kind of process.
+        import contest.tasks  # noqa: F401

@@ -1,12 +1,18 @@
-"""Celery tasks: thin wrappers over ``contest.services`` (DESIGN "Work in the background")."""
+"""Celery tasks: thin wrappers over ``contest.services`` (DESIGN "Work in the background").
+
+This module is the top of the import graph: it imports the services whose
+functions handle job kinds (each registers itself with ``jobs.handles``), and no
+service imports it. The contest app imports it at start (``ContestConfig.ready``)
+so the registry is complete in the web server, the worker, commands and tests.
+"""
 from __future__ import annotations
 
 from celery import shared_task
 
-from contest.services import jobs
+from contest.services import generation, jobs, judge, previews, results, uploads  # noqa: F401 (register handlers)
 
 
-@shared_task(name="contest.tasks.run_job", bind=True, acks_late=True, reject_on_worker_lost=True,
+@shared_task(name=jobs.RUN_JOB_TASK, bind=True, acks_late=True, reject_on_worker_lost=True,
              autoretry_for=(jobs.TransientJobError,), max_retries=3, retry_backoff=5, retry_jitter=True)
 def run_job(self, job_id: int) -> str:
     """Run the job row ``job_id`` (generation, scoring, phase close, judge attacks, results)."""
@@ -14,6 +20,8 @@ def run_job(self, job_id: int) -> str:
 
 
 @shared_task(name="contest.tasks.sweep", acks_late=True)
-def sweep() -> dict:
-    """Periodic (beat): re-queue or fail stuck jobs, close phases whose deadline passed."""
-    return jobs.sweep()
+def sweep(now=None) -> dict:
+    """Periodic (beat): re-queue or fail stalled jobs, close phases whose deadline passed."""
+    report = jobs.requeue_stalled(now)
+    report["phases_closed"] = judge.close_due_phases(now)
+    return report

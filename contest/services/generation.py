@@ -201,6 +201,7 @@ def synthesizer_summary(manifest: dict) -> dict | None:
             if any("colocations_planted" in r for r in reports) else None}
 
 
+@jobs.handles("generate_round")
 def generate_round_job(job, round_id: int) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     datasets = generate_round_data(round_, user=job.created_by, job=job)

@@ -92,6 +92,7 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
     return list(PublicSet.objects.filter(dataset__round=round_))
 
 
+@jobs.handles("close_anonymization")
 def close_anonymization_job(job, round_id: int) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     sets = close_anonymization(round_, user=job.created_by, job=job)
@@ -176,6 +177,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     return done
 
 
+@jobs.handles("judge_attacks")
 def judge_attacks_job(job, public_set_id: int) -> str:
     ps = PublicSet.objects.get(pk=public_set_id)
     done = run_judge_attacks(ps, job=job)

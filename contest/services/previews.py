@@ -87,6 +87,7 @@ def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
         return PrivacyPreview.objects.get(anonymized_set=aset)  # a duplicate delivery stored it first
 
 
+@jobs.handles("privacy_preview")
 def privacy_preview_job(job, anonymized_set_id: int, round_id: int | None = None) -> str:
     """Job handler; ``round_id`` is in the arguments so a phase close finds the round's queued previews."""
     p = compute_preview(AnonymizedSet(pk=anonymized_set_id), job=job)

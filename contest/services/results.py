@@ -187,6 +187,7 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
     return snap
 
 
+@jobs.handles("compute_results")
 def compute_results_job(job, contest_id: int, publish: bool = False) -> str:
     contest = Contest.objects.get(pk=contest_id)
     snap = publish_results(contest, user=job.created_by) if publish else snapshot(contest, user=job.created_by)
@@ -235,34 +236,35 @@ def published_snapshot(contest: Contest) -> ResultsSnapshot | None:
 
 
 def rescore(contest: Contest, *, user=None, job=None) -> dict:
-    """Re-validate and re-score every upload and re-run the judge attacks.
+    """Queue re-validating and re-scoring every upload and re-running the judge attacks.
 
-    Old score rows and judge results are kept with ``current=False``; new rows
-    replace them. Used after a scoring fix or a parameter change.
+    One job per scored object (each anonymized set, each attack upload, each
+    public set's judge attacks), so a final-size contest never needs one task
+    longer than the time limit, and the workers share the work. Old score rows
+    and judge results are kept with ``current=False``; the new rows replace
+    them. Used after a scoring fix or a parameter change. Returns the number of
+    jobs queued per kind.
     """
-    from contest.services.judge import run_judge_attacks
-    from contest.services.uploads import score_anonymized_set, score_attack
-
-    asets = list(AnonymizedSet.objects.filter(dataset__round__contest=contest))
-    attacks = list(Attack.objects.filter(target__dataset__round__contest=contest))
+    asets = list(AnonymizedSet.objects.filter(dataset__round__contest=contest).values_list("pk", flat=True))
+    attacks = list(Attack.objects.filter(target__dataset__round__contest=contest).values_list("pk", flat=True))
+    public_sets = (list(PublicSet.objects.filter(dataset__round__contest=contest).values_list("pk", flat=True))
+                   if contest.judge_attacks_enabled else [])
+    actor = user if user is not None else getattr(job, "created_by", None)
     with transaction.atomic():
         JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest, current=True).update(current=False)
         Score.objects.filter(dataset__round__contest=contest, judge_attack__isnull=False, current=True).update(current=False)
-        audit.record("rescore", contest=contest, actor=user, n_sets=len(asets), n_attacks=len(attacks))
-    total = len(asets) + len(attacks) + 1
-    for i, a in enumerate(asets):
-        jobs.progress(job, i / total, f"re-scoring anonymized set {a.pk}")
-        score_anonymized_set(a, force=True)
-    for i, a in enumerate(attacks):
-        jobs.progress(job, (len(asets) + i) / total, f"re-scoring attack {a.pk}")
-        score_attack(a, force=True)
-    n_judge = 0
-    if contest.judge_attacks_enabled:
-        for ps in PublicSet.objects.filter(dataset__round__contest=contest):
-            n_judge += len(run_judge_attacks(ps, job=None))
-    return {"anonymized_sets": len(asets), "attacks": len(attacks), "judge_attacks": n_judge}
+        audit.record("rescore", contest=contest, actor=actor, n_sets=len(asets), n_attacks=len(attacks),
+                     n_public_sets=len(public_sets))
+        for pk in asets:
+            jobs.create_job("score_anonymized", contest=contest, user=actor, anonymized_set_id=pk, force=True)
+        for pk in attacks:
+            jobs.create_job("score_attack", contest=contest, user=actor, attack_id=pk, force=True)
+        for pk in public_sets:
+            jobs.create_job("judge_attacks", contest=contest, user=actor, public_set_id=pk)
+    return {"anonymized_sets": len(asets), "attacks": len(attacks), "judge_attacks": len(public_sets)}
 
 
+@jobs.handles("rescore")
 def rescore_job(job, contest_id: int) -> str:
-    counts = rescore(Contest.objects.get(pk=contest_id), user=job.created_by, job=job)
-    return "re-scored " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    counts = rescore(Contest.objects.get(pk=contest_id), job=job)
+    return "queued re-scoring: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())

@@ -168,6 +168,7 @@ def _set_rejected(aset, issues, total):
     return aset
 
 
+@jobs.handles("score_anonymized")
 def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> str:
     aset = score_anonymized_set(AnonymizedSet(pk=anonymized_set_id), force=force)
     jobs.progress(job, 1.0, f"anonymized set #{aset.seq}: {aset.status}")
@@ -269,6 +270,7 @@ def _attack_rejected(attack, issues, total):
     return attack
 
 
+@jobs.handles("score_attack")
 def score_attack_job(job, attack_id: int, force: bool = False) -> str:
     attack = score_attack(Attack(pk=attack_id), force=force)
     jobs.progress(job, 1.0, f"{attack.kind} #{attack.seq}: {attack.status}")

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from contest.models import Job, Phase, PublicSet
 from contest.services import jobs
+from contest.tasks import sweep
 from tests.contest.conftest import move_phase
 
 pytestmark = pytest.mark.django_db
@@ -42,7 +43,7 @@ def flaky_handler(job, **kwargs):
 
 
 def test_transient_errors_retry_a_bounded_number_of_times(generated, monkeypatch, settings):
-    monkeypatch.setitem(jobs.HANDLERS, "rescore", "tests.contest.test_jobs:flaky_handler")
+    monkeypatch.setitem(jobs._REGISTRY, "rescore", flaky_handler)
     _FLAKY_CALLS.clear()
     job = jobs.create_job("rescore", contest=generated, dispatch=False, contest_id=generated.pk)
     for _ in range(settings.TRACECUP_JOB_MAX_ATTEMPTS - 1):
@@ -72,7 +73,7 @@ def test_sweep_requeues_then_fails_stuck_jobs(generated, settings, monkeypatch):
                                heartbeat_at=timezone.now(), args={})
     dead = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING,
                               attempts=settings.TRACECUP_JOB_MAX_ATTEMPTS, heartbeat_at=old, args={})
-    report = jobs.sweep()
+    report = sweep()
     assert report["requeued"] == 2 and report["failed"] == 1
     assert sorted(sent) == sorted([stuck.pk, lost.pk])
     assert Job.objects.get(pk=stuck.pk).status == Job.QUEUED
@@ -87,9 +88,53 @@ def test_sweep_closes_anonymization_phases_past_their_deadline(generated, django
     generated.judge_attacks_enabled = False
     generated.save()
     with django_capture_on_commit_callbacks(execute=True):
-        report = jobs.sweep()
+        report = sweep()
     assert report["phases_closed"] == 1
     assert Phase.objects.get(round=rnd, kind="anonymization").closed_at is not None
     assert PublicSet.objects.filter(dataset__round=rnd, dataset__kind="benchmark").count() == 2
     with django_capture_on_commit_callbacks(execute=True):
-        assert jobs.sweep()["phases_closed"] == 0
+        assert sweep()["phases_closed"] == 0
+
+
+def test_every_job_kind_has_one_registered_handler_and_no_service_imports_the_tasks():
+    """The registry holds a function for each kind; jobs.py imports no service (the circle is gone)."""
+    import ast
+    from pathlib import Path
+
+    assert set(jobs._REGISTRY) == set(jobs.KINDS)
+    assert all(callable(f) and f.__module__.startswith("contest.services.") for f in jobs._REGISTRY.values())
+    with pytest.raises(ValueError, match="already handled"):
+        jobs.handles("rescore")(flaky_handler)
+    with pytest.raises(ValueError, match="unknown job kind"):
+        jobs.handles("no_such_kind")
+    services = Path(jobs.__file__).parent
+    for path in services.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+        assert "contest.tasks" not in imported, f"{path.name} imports contest.tasks"
+        if path.name == "jobs.py":
+            assert not {m for m in imported if m.startswith("contest.services.") and m != "contest.services.audit"}
+
+
+def test_rescore_is_one_job_per_scored_object(generated, django_capture_on_commit_callbacks):
+    """A full rescore queues a job per anonymized set, attack and public set; the workers share them."""
+    from contest.services import results, uploads
+    from tests.contest.conftest import anonymize_csv, user
+    from tests.contest.test_services import _team_ds
+
+    ds = _team_ds(generated, 1, 1)
+    aset = uploads.score_anonymized_set(uploads.submit_anonymized_set(
+        user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv"))
+    before = set(Job.objects.values_list("pk", flat=True))
+    job = results.request_rescore(generated)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs.execute(job.pk) == Job.SUCCEEDED
+    children = Job.objects.exclude(pk__in=before | {job.pk})
+    assert [(j.kind, j.args) for j in children.filter(kind="score_anonymized")] == [
+        ("score_anonymized", {"anonymized_set_id": aset.pk, "force": True})]
+    assert "queued re-scoring: 1 anonymized sets" in Job.objects.get(pk=job.pk).message
+    assert all(j.status == Job.SUCCEEDED for j in children)

@@ -237,11 +237,12 @@ def test_close_pseudonymize_judge_attacks_and_results(generated):
     assert AuditLog.objects.filter(action="publish_results").exists()
 
 
-def test_rescore_keeps_old_rows(generated):
+def test_rescore_keeps_old_rows(generated, django_capture_on_commit_callbacks):
     ds = _team_ds(generated, 1, 1)
     aset = uploads.score_anonymized_set(uploads.submit_anonymized_set(
         user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv"))
-    results.rescore(generated)
+    with django_capture_on_commit_callbacks(execute=True):
+        results.rescore(generated)
     rows = Score.objects.filter(anonymized_set=aset, metric="utility")
     assert rows.count() == 2 and rows.filter(current=True).count() == 1
     assert {r.value for r in rows} == {aset.s_u}
