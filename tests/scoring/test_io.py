@@ -69,7 +69,7 @@ def test_size_limit_is_enforced_while_decompressing():
 
 
 def test_row_limit(monkeypatch):
-    monkeypatch.setattr(sio, "MAX_ROWS", 10)
+    monkeypatch.setattr(sio.text, "MAX_ROWS", 10)  # where the row limit is checked
     e = raises(sio.read_anotraces, b"reg_id\n" + b"\n" * 11, GRID, small_truth())
     assert str(e) == "the file has 11 rows after the header, more than the limit of 10"
 

@@ -1,0 +1,166 @@
+"""Region cells (a region id, a space-separated set, ``*``), interned: each distinct text parsed once."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import IssueCollector, issue, show_value
+from ..traces import SetTable
+from .formats import DIGIT, MAX_DIGITS
+from .text import parse_digit_fields
+
+
+def _parse_cell(text: bytes, M: int, allow_sets: bool):
+    """One distinct cell text -> ('ok', tuple of 0-based members) or ('err', (code, params)).
+
+    ``()`` is a deletion. With ``allow_sets`` False (etraces), only a single
+    region id is accepted.
+    """
+    if text == b"*":
+        if not allow_sets:
+            return "err", ("etraces_single", {"cell": "*"})
+        return "ok", ()
+    if not text:
+        return "err", ("empty_cell_set" if allow_sets else "empty_cell", {})
+    shown = show_value(text)
+    parts = text.split(b" ")
+    if len(parts) > 1 and not allow_sets:
+        if all(p.isdigit() and p.isascii() for p in parts):
+            return "err", ("etraces_single", {"cell": shown})
+        return "err", ("not_region", {"cell": shown})
+    if len(parts) > 1 and any(not p for p in parts):
+        return "err", ("set_spacing", {"cell": shown})
+    members = []
+    for p in parts:
+        if not (p.isdigit() and p.isascii()):
+            if len(parts) == 1:
+                return "err", ("not_cell" if allow_sets else "not_region", {"cell": shown})
+            return "err", ("set_member", {"part": show_value(p), "cell": shown})
+        if len(p) > MAX_DIGITS:
+            return "err", ("region_out_of_range", {"value": show_value(p), "lo": 1, "hi": M})
+        r = int(p)
+        if not 1 <= r <= M:
+            return "err", ("region_out_of_range", {"value": r, "lo": 1, "hi": M})
+        members.append(r - 1)
+    if len(members) > 1:
+        seen = set()
+        for r in members:
+            if r in seen:
+                return "err", ("set_repeat", {"region": r + 1, "cell": shown})
+            seen.add(r)
+    return "ok", tuple(sorted(members))
+
+
+_CELL_OK = DIGIT.copy()
+_CELL_OK[[ord(" "), ord("\n")]] = True
+
+
+def _fast_distinct(distinct: list, M: int, allow_sets: bool):
+    """Vectorised parse of distinct cell texts, or None if any is not plainly valid.
+
+    Plainly valid: ``*`` (when sets are allowed) or 1..9-digit region ids in
+    1..M separated by single spaces, no region twice (a single id only when
+    sets are not allowed). Sets are canonicalised by sorting their members,
+    so "2 1" and "1 2" become one set.
+
+    Returns:
+        (key_set (n,) int64 set id per distinct text, sizes (g,) int64,
+        members (sum sizes,) int32) for the g generalized sets in order of
+        first appearance.
+    """
+    n = len(distinct)
+    is_star = np.array(distinct, dtype=object) == b"*" if n else np.zeros(0, dtype=bool)
+    if is_star.any() and not allow_sets:
+        return None
+    rest = np.flatnonzero(~is_star)
+    key_set = np.full(n, M, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    if len(rest) == 0:
+        return (key_set, *empty)
+    blob = b"\n".join([distinct[i] for i in rest]) if len(rest) < n else b"\n".join(distinct)
+    buf = np.frombuffer(blob, dtype=np.uint8)
+    if not _CELL_OK[buf].all():
+        return None
+    is_space = buf == ord(" ")
+    if is_space.any() and not allow_sets:
+        return None
+    seps = np.flatnonzero(is_space | (buf == ord("\n")))
+    starts = np.r_[0, seps + 1]
+    lens = np.r_[seps, len(buf)] - starts
+    if lens.min() < 1 or lens.max() > MAX_DIGITS:
+        return None
+    vals = parse_digit_fields(buf, starts, lens)
+    if vals.min() < 1 or vals.max() > M:
+        return None
+    line = np.r_[0, np.cumsum(buf[seps] == ord("\n"))]       # which text each token is in
+    order = np.lexsort((vals, line))
+    vals, line = vals[order], line[order]
+    if np.any((vals[1:] == vals[:-1]) & (line[1:] == line[:-1])):
+        return None                                             # a region twice in one set
+    sizes = np.bincount(line, minlength=len(rest))
+    first = np.r_[0, np.cumsum(sizes)[:-1]]
+    single = sizes == 1
+    key_set[rest[single]] = vals[first[single]] - 1
+    multi = np.flatnonzero(~single)
+    if len(multi) == 0:
+        return (key_set, *empty)
+    # Canonical key of each set: its sorted members as raw bytes; dedupe by dict (C speed).
+    code_dtype = np.int16 if M < 2 ** 15 else np.int32
+    raw = (vals - 1).astype(code_dtype).tobytes()
+    w = np.dtype(code_dtype).itemsize
+    a, b = first[multi] * w, (first[multi] + sizes[multi]) * w
+    keys = [raw[x:y] for x, y in zip(a.tolist(), b.tolist())]
+    canon = list(dict.fromkeys(keys))
+    index = dict(zip(canon, range(len(canon))))
+    key_set[rest[multi]] = M + 1 + np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
+    members = np.frombuffer(b"".join(canon), dtype=code_dtype).astype(np.int32)
+    gsizes = np.fromiter(map(len, canon), dtype=np.int64, count=len(canon)) // w
+    return key_set, gsizes, members
+
+
+def _cell_issue(line: int, column: str, shown: str, code: str, params: dict):
+    # region_out_of_range names the bad member of a set as its value; other cell issues the whole cell
+    params = dict(params)
+    return issue(code, line, column, params.pop("value", shown), **params)
+
+
+def intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bool,
+                  column: str = "reg_id", first_line: int = 2):
+    """Map each cell text to a set id, parsing each distinct text once.
+
+    Args:
+        cells: list of n cell texts (bytes), in row order.
+    Returns:
+        (events (n,) int32 set ids, SetTable). Rows with a bad cell get set
+        id M (deletion) and an issue.
+    """
+    distinct = list(dict.fromkeys(cells))        # first-appearance order, C-speed
+    lookup = dict(zip(distinct, range(len(distinct))))
+    codes = np.fromiter(map(lookup.__getitem__, cells), dtype=np.int64, count=len(cells))
+    del lookup
+    fast = _fast_distinct(distinct, M, allow_sets)
+    if fast is not None:
+        key_set, sizes, members = fast
+        return key_set[codes].astype(np.int32), SetTable.from_members(M, sizes, members)
+    key_set = np.empty(len(distinct), dtype=np.int64)
+    key_error: dict[int, tuple] = {}
+    generalized: dict[tuple, int] = {}           # canonical member tuple -> set id
+    for k, text in enumerate(distinct):
+        status, payload = _parse_cell(text, M, allow_sets)
+        if status == "err":
+            key_error[k] = payload
+            key_set[k] = M
+        elif len(payload) == 0:
+            key_set[k] = M
+        elif len(payload) == 1:
+            key_set[k] = payload[0]
+        else:
+            key_set[k] = generalized.setdefault(payload, M + 1 + len(generalized))
+    if key_error:
+        bad_key = np.zeros(len(distinct), dtype=bool)
+        bad_key[list(key_error)] = True
+        bad_rows = np.flatnonzero(bad_key[codes])
+        issues.add_counted(len(bad_rows), (
+            _cell_issue(i + first_line, column, show_value(cells[i]), *key_error[int(codes[i])])
+            for i in bad_rows[:20]))
+    # the canonical tuples are sorted and in set id order
+    return key_set[codes].astype(np.int32), SetTable.from_sets(M, list(generalized))
