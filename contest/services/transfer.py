@@ -23,7 +23,7 @@ from django.db import models, transaction
 from django.utils.dateparse import parse_datetime
 
 from contest import models as m
-from contest.services import audit, storage
+from contest.services import audit, bundles
 
 FORMAT = "tracecup-contest-export"
 VERSION = 1
@@ -81,7 +81,8 @@ def _files_of(contest) -> list:
     refs.update(m.Attack.objects.filter(attacker__contest=contest).values_list("file_id", flat=True))
     refs.update(m.JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest)
                 .values_list("output_id", flat=True))
-    return list(m.StoredFile.objects.filter(pk__in=refs).order_by("pk"))
+    # without the blobs: the bundle streams each file out of storage on its own
+    return list(m.StoredFile.objects.filter(pk__in=refs).defer("blob").order_by("pk"))
 
 
 def export_contest(contest: m.Contest, dest) -> dict:
@@ -97,15 +98,10 @@ def export_contest(contest: m.Contest, dest) -> dict:
         rows = list(model.objects.filter(**{path: contest}).order_by("pk"))
         ids[model] = {r.pk: i + 1 for i, r in enumerate(rows)}
         doc[key] = [{f.name: _value(f, r, ids) for f in _fields(model)} for r in rows]
-    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_STORED) as z:
-        z.writestr("contest.json", json.dumps(doc, indent=1, sort_keys=True))
-        written = set()
-        for sf in files:
-            if sf.sha256 in written:  # the same content stored twice (e.g. equal figures): one entry
-                continue
-            written.add(sf.sha256)
-            # Stored blobs are already compressed; the archive keeps the original bytes verbatim.
-            z.writestr(f"files/{sf.sha256}", storage.read_bytes(sf), compress_type=zipfile.ZIP_DEFLATED)
+    # Files by content: the same content stored twice (e.g. equal figures) is one member.
+    bundles.write_bundle(dest, (bundles.Entry(sf.pk, "files", name=sf.sha256, info={"name": sf.name}) for sf in files),
+                         manifest={"format": FORMAT, "version": VERSION, "contest": contest.slug},
+                         extra={"contest.json": json.dumps(doc, indent=1, sort_keys=True)})
     return doc
 
 

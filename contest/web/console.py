@@ -8,9 +8,7 @@ only read forms and show messages.
 from __future__ import annotations
 
 import json
-import zipfile
 import zoneinfo
-from tempfile import SpooledTemporaryFile
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -37,10 +35,9 @@ from contest.models import (
     Phase,
     PublicSet,
     Round,
-    StoredFile,
     Team,
 )
-from contest.services import audit, jobs, judge, results, setup, storage, teams
+from contest.services import audit, bundles, jobs, judge, results, setup, teams
 from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 
@@ -326,11 +323,11 @@ def export_all(request, slug):
     """Every stored file of the contest (data, uploads, public sets, ID tables, judge outputs) in one zip,
     with ``MANIFEST.json`` (what each file is, SHA-256, size) and the latest results snapshot."""
     contest = _organizer_contest(request, slug)
-    items: list[tuple[str, int, dict]] = []
+    items: list[bundles.Entry] = []
 
     def add(folder, stored_id, **info):
         if stored_id:
-            items.append((folder, stored_id, info))
+            items.append(bundles.Entry(stored_id, folder, info))
 
     for r in contest.rounds.all():
         add(f"round{r.number}", r.info_region_id, what="info_region")
@@ -357,22 +354,10 @@ def export_all(request, slug):
     for jr in judge_results:
         add(f"round{jr.public_set.dataset.round.number}/judge/{jr.public_set.dataset.label}_{jr.algorithm}_{jr.pk}",
             jr.output_id, what="judge_attack", algorithm=jr.algorithm, score=jr.score, current=jr.current)
-    spool = SpooledTemporaryFile(max_size=64 * 1024 * 1024)
-    manifest = {"contest": contest.slug, "exported_at": timezone.now().isoformat(), "files": []}
-    with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for folder, stored_id, info in items:
-            stored = StoredFile.objects.get(pk=stored_id)
-            path = f"{folder}/{stored.name}"
-            with zf.open(path, "w", force_zip64=True) as out:
-                for chunk in storage.iter_bytes(stored):
-                    out.write(chunk)
-            manifest["files"].append({"path": path, "size": stored.size, "sha256": stored.sha256, **info})
-        snap = contest.snapshots.order_by("-created_at", "-id").first()
-        if snap is not None:
-            zf.writestr("results.json", json.dumps(snap.data, indent=2, default=str))
-        zf.writestr("MANIFEST.json", json.dumps(manifest, indent=2, default=str))
-        zf.writestr("SHA256SUMS", "".join(f"{f['sha256']}  {f['path']}\n" for f in manifest["files"]))
+    snap = contest.snapshots.order_by("-created_at", "-id").first()
+    extra = {"results.json": json.dumps(snap.data, indent=2, default=str)} if snap is not None else {}
+    spool = bundles.spooled_bundle(items, manifest={"contest": contest.slug, "exported_at": timezone.now().isoformat()},
+                                   extra=extra)
     audit.record("export_files", contest=contest, actor=request.user, obj=contest, files=len(items))
-    spool.seek(0)
     return FileResponse(spool, as_attachment=True, filename=f"{contest.slug}_everything.zip",
                         content_type="application/zip")

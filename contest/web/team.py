@@ -6,10 +6,6 @@ answers into pages (or JSON for the page script) and never decides a rule.
 """
 from __future__ import annotations
 
-import json
-import zipfile
-from tempfile import SpooledTemporaryFile
-
 import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -25,7 +21,7 @@ from django.views.decorators.http import require_POST
 
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
-from contest.services import figures, previews, storage, uploads
+from contest.services import bundles, figures, previews, storage, uploads
 
 from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
 from .forms import AttackUploadForm, UploadForm
@@ -474,29 +470,12 @@ def attack_material(request, slug, round_number):
     for extra, label in ((round_.info_region, "info_region"), (round_.info_time, "info_time")):
         if extra is not None:
             entries.append((label, None, extra))
-    spool = SpooledTemporaryFile(max_size=64 * 1024 * 1024)
-    manifest = {"contest": contest.slug, "round": round_.number, "round_name": round_.name,
-                "created_at": timezone.now().isoformat(), "files": []}
-    sums = []
-    seen = set()
-    with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for what, ds, stored in entries:
-            if stored.pk in seen:
-                continue
-            seen.add(stored.pk)
-            stored = StoredFile.objects.get(pk=stored.pk)
-            with zf.open(stored.name, "w", force_zip64=True) as out:
-                for chunk in storage.iter_bytes(stored):
-                    out.write(chunk)
-            manifest["files"].append({
-                "name": stored.name, "size": stored.size, "sha256": stored.sha256, "content": what,
-                "team": ds.number if ds else None, "challenge": ds.challenge if ds else None,
-                "benchmark": bool(ds and ds.kind == Dataset.BENCHMARK),
-            })
-            sums.append(f"{stored.sha256}  {stored.name}")
-        zf.writestr("MANIFEST.json", json.dumps(manifest, indent=2))
-        zf.writestr("SHA256SUMS", "\n".join(sums) + "\n")
-    spool.seek(0)
+    spool = bundles.spooled_bundle(
+        (bundles.Entry(stored.pk, info={
+            "content": what, "team": ds.number if ds else None, "challenge": ds.challenge if ds else None,
+            "benchmark": bool(ds and ds.kind == Dataset.BENCHMARK)}) for what, ds, stored in entries),
+        manifest={"contest": contest.slug, "round": round_.number, "round_name": round_.name,
+                  "created_at": timezone.now().isoformat()})
     name = f"attack_material_{contest.slug}_round{round_.number}.zip"
     return FileResponse(spool, as_attachment=True, filename=name, content_type="application/zip")
 

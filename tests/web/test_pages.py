@@ -187,8 +187,8 @@ def test_attack_material_zip_has_manifest_and_checksums(closed, client_for):
     public = PublicSet.objects.filter(dataset__round__contest=contest).count()
     assert sum(1 for f in manifest["files"] if f["content"] == "pubtraces") == public
     for f in manifest["files"]:
-        data = zf.read(f["name"])
-        assert hashlib.sha256(data).hexdigest() == f["sha256"] == sums[f["name"]] and len(data) == f["size"]
+        data = zf.read(f["path"])
+        assert hashlib.sha256(data).hexdigest() == f["sha256"] == sums[f["path"]] and len(data) == f["size"]
     assert not any(n.startswith("orgtraces") or n.startswith("ptable") for n in zf.namelist())
 
 
