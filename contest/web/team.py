@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import bundles, figures, previews, storage, uploads
+from scoring.vocabulary import AttackKind
 
 from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
 from .forms import AttackUploadForm, UploadForm
@@ -153,8 +154,8 @@ def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview)
     """What the team card shows of one privacy preview: attack scores, the riskiest users, the leak map
     (as the population map draws it) and the command that reproduces it. Reads stored figures only."""
     s = p.summary
-    mins = {"reidentification": s["s_i_min"], "trace_inference": s["s_t_min"]}
-    attacks = [{"name": a["name"], "symbol": "s_I" if a["kind"] == "reidentification" else "s_T",
+    mins = {AttackKind.REIDENTIFICATION: s["s_i_min"], AttackKind.TRACE_INFERENCE: s["s_t_min"]}
+    attacks = [{"name": a["name"], "symbol": AttackKind(a["kind"]).symbol,
                 "score": a["score"], "is_min": a["score"] == mins.get(a["kind"])} for a in s["attacks"]]
     top = [dict(zip(s["header"], row, strict=True)) for row in s["top_users"]]
     leaks = p.leak_map
