@@ -75,6 +75,8 @@ MESSAGES: dict[str, str] = {
     "zip_members": gettext_noop("a .zip upload must hold exactly one CSV file, found {count}: {names}"),
     "zip_unreadable": gettext_noop("cannot read {name} in the zip: {detail}"),
     "zip_member_broken": gettext_noop("{name} in the zip cannot be decompressed ({detail})"),
+    "nested_archive": gettext_noop("the {outer} file holds another archive ({inner}): upload one CSV file, "
+                                   "plain or compressed once as .gz or .zip"),
     "not_text": gettext_noop("this is not a text/CSV file: it holds binary data, where a CSV file with the "
                              "header '{header}' was expected"),
     "empty_file": gettext_noop("the file is empty: expected the header '{header}' and the rows"),

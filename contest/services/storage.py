@@ -2,29 +2,19 @@
 
 Uploads may arrive as a plain CSV, a ``.gz`` or a ``.zip`` holding one CSV.
 The stored bytes are exactly what was uploaded (so a download returns the
-very file the team sent); ``decompressed()`` gives the CSV text bytes that the
-``scoring.io`` readers parse.
+very file the team sent); :func:`read_csv_bytes` gives the CSV text bytes
+through ``scoring.io``'s decompressor, the only one in the project.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
-import io
-import zipfile
 import zlib
 from collections.abc import Iterator
 
 from contest.models import StoredFile
+from scoring.io import DEFAULT_MAX_BYTES, read_source_bytes
 
 CHUNK = 1 << 20
-
-
-class UploadTooLarge(ValueError):
-    """The (decompressed) upload exceeds the contest's size limit."""
-
-
-class BadArchive(ValueError):
-    """A .gz/.zip upload that cannot be opened or does not hold exactly one CSV."""
 
 
 def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/csv") -> StoredFile:
@@ -61,37 +51,13 @@ def iter_bytes(stored: StoredFile, chunk: int = CHUNK) -> Iterator[bytes]:
         raise OSError(f"stored file {stored.pk} fails its SHA-256 check")
 
 
-def decompressed(data: bytes, name: str, limit: int | None = None) -> bytes:
-    """The CSV bytes inside an upload: plain, gzip or a zip holding one file.
-
-    Raises ``UploadTooLarge`` when the CSV exceeds ``limit`` bytes (checked while
-    inflating, so a compression bomb is stopped early) and ``BadArchive`` for a
-    broken archive.
-    """
-    lower = name.lower()
-    if lower.endswith(".gz") or data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
-                out = f.read(limit + 1 if limit is not None else -1)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise BadArchive(f"{name}: not a readable gzip file ({exc})") from None
-    elif lower.endswith(".zip") or data[:4] == b"PK\x03\x04":
-        try:
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
-                names = [n for n in z.namelist() if not n.endswith("/")]
-                if len(names) != 1:
-                    raise BadArchive(f"{name}: a zip upload must hold exactly one CSV file, found {len(names)}")
-                with z.open(names[0]) as f:
-                    out = f.read(limit + 1 if limit is not None else -1)
-        except zipfile.BadZipFile as exc:
-            raise BadArchive(f"{name}: not a readable zip file ({exc})") from None
-    else:
-        out = data
-    if limit is not None and len(out) > limit:
-        raise UploadTooLarge(f"{name}: the CSV is larger than the contest's limit of {limit} bytes")
-    return out
-
-
 def read_csv_bytes(stored: StoredFile, limit: int | None = None) -> bytes:
-    """The CSV content of a stored file (decompressing .gz/.zip uploads)."""
-    return decompressed(read_bytes(stored), stored.name, limit)
+    """The CSV content of a stored file: its exact bytes through the project's one decompressor.
+
+    ``scoring.io.read_source_bytes`` recognises gzip and zip by their magic
+    bytes and stops past ``limit`` bytes (default: SPEC 5's 200 MB).
+
+    Raises:
+        scoring.errors.ValidationError: too large, a broken or nested archive.
+    """
+    return read_source_bytes(read_bytes(stored), max_bytes=limit or DEFAULT_MAX_BYTES)

@@ -28,6 +28,7 @@ from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
 from scoring.errors import ValidationError
+from scoring.io import check_source
 from scoring.scores import utility_per_event
 from scoring.uncertainty import per_user_attack, per_user_utility
 from scoring.vocabulary import AttackKind, ScoreKind
@@ -72,13 +73,16 @@ def _require_open(round_, kind, now=None) -> Phase:
 
 
 def _check_size(contest, content: bytes, name: str) -> None:
-    """Refuse an upload whose CSV exceeds the contest's limit, before storing anything."""
+    """Refuse an upload whose CSV exceeds the contest's limit, before storing anything.
+
+    The archive is decompressed with nothing of it kept (``scoring.io.check_source``); any other
+    problem of the archive is stored and rejected with its message by the validation job.
+    """
     try:
-        storage.decompressed(content, name, contest.upload_size_limit)
-    except storage.UploadTooLarge as exc:
-        raise RuleViolation(str(exc), status=413) from None
-    except storage.BadArchive:
-        pass  # stored and rejected with its error by the validation job
+        check_source(content, max_bytes=contest.upload_size_limit)
+    except ValidationError as exc:
+        if exc.issues and exc.issues[0].code == "file_too_large":
+            raise RuleViolation(f"{name}: {exc}", status=413) from None
 
 
 def counts_towards_limit(upload) -> bool:
@@ -140,8 +144,6 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         return _set_rejected(aset, issues, total)
-    except (storage.BadArchive, storage.UploadTooLarge) as exc:
-        return _set_rejected(aset, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
     per_event = utility_per_event(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u)
     s_u = float(per_event.mean())  # scoring.scores.utility: the mean over the m*L events
 
@@ -248,8 +250,6 @@ def score_attack(attack: Attack, *, force: bool = False) -> Attack:
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         return _attack_rejected(attack, issues, total)
-    except (storage.BadArchive, storage.UploadTooLarge) as exc:
-        return _attack_rejected(attack, [{"line": None, "column": None, "value": None, "message": str(exc)}], 1)
     value = data.attack_value(contest, kind, estimate, secret)
     parts = per_user_attack(kind, grid, estimate, true_users=secret.get("true_users"), truth=secret.get("truth"),
                             lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)

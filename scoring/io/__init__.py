@@ -45,7 +45,7 @@ The package's modules, in the order a file passes through them: ``archive``
 ``readers``; ``writers`` go the other way; ``formats`` holds SPEC 5's
 constants.
 """
-from .archive import read_source_bytes
+from .archive import check_source, read_source_bytes
 from .formats import (
     ANOTRACES_HEADER,
     DEFAULT_MAX_BYTES,
@@ -69,7 +69,7 @@ from .writers import (
 )
 
 __all__ = [
-    "ANOTRACES_HEADER", "DEFAULT_MAX_BYTES", "ETABLE_HEADER", "ETRACES_HEADER", "MAX_ROWS", "PTABLE_HEADER",
+    "ANOTRACES_HEADER", "DEFAULT_MAX_BYTES", "check_source", "ETABLE_HEADER", "ETRACES_HEADER", "MAX_ROWS", "PTABLE_HEADER",
     "PUBTRACES_HEADER", "TRACES_HEADER", "read_anotraces", "read_etable", "read_etraces", "read_ptable",
     "read_pubtraces", "read_source_bytes", "read_traces", "set_texts", "to_bytes", "write_anotraces",
     "write_etable", "write_etraces", "write_ptable", "write_pubtraces", "write_traces",

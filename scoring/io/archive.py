@@ -19,8 +19,11 @@ def _too_big(max_bytes: int) -> ValidationError:
     return ValidationError.of("file_too_large", limit=f"{max_bytes:,}")
 
 
-def _read_limited(fileobj, max_bytes: int) -> bytes:
-    """Read at most ``max_bytes`` from a binary stream, refusing anything longer."""
+def _read_limited(fileobj, max_bytes: int, keep: bool = True) -> bytes:
+    """Read at most ``max_bytes`` from a binary stream, refusing anything longer.
+
+    With ``keep`` False only the first bytes are kept (enough to recognise an archive).
+    """
     parts, total = [], 0
     while True:
         chunk = fileobj.read(CHUNK)
@@ -31,40 +34,53 @@ def _read_limited(fileobj, max_bytes: int) -> bytes:
         total += len(chunk)
         if total > max_bytes:
             raise _too_big(max_bytes)
-        parts.append(chunk)
+        if keep or not parts:
+            parts.append(chunk if keep else chunk[:_HEAD])
     return b"".join(parts)
 
 
-def _gunzip(raw: bytes, max_bytes: int) -> bytes:
-    """Decompress (possibly multi-member) gzip data, stopping past ``max_bytes``."""
+#: Bytes kept of the content when only its size and kind are checked (:func:`check_source`).
+_HEAD = 8
+
+
+def _gunzip(raw: bytes, max_bytes: int, keep: bool = True) -> bytes:
+    """Decompress (possibly multi-member) gzip data, stopping past ``max_bytes``.
+
+    The input is fed in slices of ``CHUNK`` bytes, so neither a long stream nor
+    zero padding after the last member costs more than one pass over it (the
+    padding is counted, not decompressed). With ``keep`` False only the first
+    bytes of the output are returned.
+    """
     parts, total = [], 0
-    data = raw
+    view, pos, n = memoryview(raw), 0, len(raw)
     try:
-        while data:
+        while pos < n:
             d = zlib.decompressobj(wbits=31)
-            while True:
-                chunk = d.decompress(data, CHUNK)
-                data = d.unconsumed_tail
+            while not d.eof:
+                block = d.unconsumed_tail
+                if not block:
+                    block = view[pos:pos + CHUNK]
+                    pos += len(block)
+                    if not block:
+                        raise ValidationError.of("gz_truncated")
+                chunk = d.decompress(block, CHUNK)
                 total += len(chunk)
                 if total > max_bytes:
                     raise _too_big(max_bytes)
-                parts.append(chunk)
-                if d.eof:
-                    data = d.unused_data
-                    break
-                if not data and not chunk:
-                    raise ValidationError.of("gz_truncated")
-            if data and not data.strip(b"\x00"):
+                if chunk and (keep or not parts):
+                    parts.append(chunk if keep else chunk[:_HEAD])
+            pos -= len(d.unused_data)  # the next member, or padding, starts where this one ended
+            if pos < n and raw.count(b"\x00", pos) == n - pos:
                 break  # zero padding after the last member
-            if data and data[:2] != b"\x1f\x8b":
+            if pos < n and raw[pos:pos + 2] != b"\x1f\x8b":
                 raise ValidationError.of("gz_trailing")
     except zlib.error as exc:
         raise ValidationError.of("gz_broken", detail=str(exc)) from None
     return b"".join(parts)
 
 
-def _unzip(raw: bytes, max_bytes: int) -> bytes:
-    """The single file of a zip archive, streamed with the size limit."""
+def _unzip(raw: bytes, max_bytes: int, keep: bool = True) -> bytes:
+    """The single file of a zip archive, streamed with the size limit (``keep``: as in :func:`_gunzip`)."""
     try:
         zf = zipfile.ZipFile(io.BytesIO(raw))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
@@ -82,7 +98,7 @@ def _unzip(raw: bytes, max_bytes: int) -> bytes:
             raise _too_big(max_bytes)
         try:
             with zf.open(info) as f:
-                return _read_limited(f, max_bytes)
+                return _read_limited(f, max_bytes, keep)
         except ValidationError:
             raise
         except RuntimeError as exc:  # encrypted member
@@ -94,31 +110,62 @@ def _unzip(raw: bytes, max_bytes: int) -> bytes:
 def read_source_bytes(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The uncompressed bytes of ``source`` (path, bytes or binary file object).
 
-    gzip and zip content is recognised by its magic bytes and decompressed
-    with the ``max_bytes`` limit checked as the data streams out.
+    gzip and zip content is recognised by its magic bytes (never by a file
+    name) and decompressed with the ``max_bytes`` limit checked as the data
+    streams out; zero padding after a gzip stream costs a scan, not a
+    decompression. An archive inside the archive is refused (SPEC 5: one
+    CSV per upload, compressed at most once).
 
     Raises:
-        ValidationError: too large, corrupt archive, or a zip not holding
-            exactly one file.
+        ValidationError: too large, corrupt archive, a zip not holding
+            exactly one file, or an archive holding another archive.
         FileNotFoundError / OSError: a path that cannot be read.
     """
+    return _content(_raw(source, max_bytes), max_bytes, keep=True)
+
+
+def check_source(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Raise what :func:`read_source_bytes` would raise for the archive itself, holding none of its content.
+
+    For a web request that must refuse an oversized or broken upload at once
+    without keeping its (up to ``max_bytes``) decompressed content in memory.
+    """
+    _content(_raw(source, max_bytes), max_bytes, keep=False)
+
+
+def _raw(source, max_bytes: int) -> bytes:
     if isinstance(source, (bytes, bytearray, memoryview)):
         raw = bytes(source)
         if len(raw) > max_bytes:
             raise _too_big(max_bytes)
-    elif hasattr(source, "read"):
-        raw = _read_limited(source, max_bytes)
-    else:
-        path = Path(os.fspath(source))
-        if path.stat().st_size > max_bytes:
-            raise _too_big(max_bytes)
-        with open(path, "rb") as f:
-            raw = _read_limited(f, max_bytes)
+        return raw
+    if hasattr(source, "read"):
+        return _read_limited(source, max_bytes)
+    path = Path(os.fspath(source))
+    if path.stat().st_size > max_bytes:
+        raise _too_big(max_bytes)
+    with open(path, "rb") as f:
+        return _read_limited(f, max_bytes)
+
+
+def _content(raw: bytes, max_bytes: int, *, keep: bool) -> bytes:
+    kind = archive_kind(raw)
+    if kind is None:
+        return raw
+    inner = _gunzip(raw, max_bytes, keep) if kind == "gzip" else _unzip(raw, max_bytes, keep)
+    nested = archive_kind(inner)
+    if nested is not None:
+        raise ValidationError.of("nested_archive", outer=kind, inner=nested)
+    return inner
+
+
+def archive_kind(raw: bytes) -> str | None:
+    """``"gzip"`` or ``"zip"`` when ``raw`` starts with that format's magic bytes, else None."""
     if raw[:2] == b"\x1f\x8b":
-        return _gunzip(raw, max_bytes)
+        return "gzip"
     if raw[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-        return _unzip(raw, max_bytes)
-    return raw
+        return "zip"
+    return None
 
 
 def source_name(source) -> str | None:

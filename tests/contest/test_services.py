@@ -273,3 +273,27 @@ def test_freeze_time_excludes_later_uploads_from_results(generated):
     frozen = results.compute(generated).set_result(SetRef(1, 1, 1))
     judge_score = JudgeAttackResult.objects.get(public_set=ps).score
     assert frozen.s_i_min == pytest.approx(judge_score)
+
+
+def test_archives_the_judge_reads_are_uploads_the_platform_scores(generated):
+    """Zero-padded gzip and a Mac zip (with __MACOSX/ entries) score like the plain file; a nested
+    archive is stored and rejected with the judge's message, not counted."""
+    import gzip
+
+    ds = _team_ds(generated, 1, 1)
+    csv = anonymize_csv(ds)
+    mac = io.BytesIO()
+    with zipfile.ZipFile(mac, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("anon.csv", csv)
+        z.writestr("__MACOSX/._anon.csv", b"\x00\x05\x16\x07 resource fork")
+    plain = uploads.score_anonymized_set(uploads.submit_anonymized_set(
+        user=user("alpha1"), dataset=ds, content=csv, name="a.csv"))
+    for content, name in ((gzip.compress(csv) + b"\0" * (4 << 20), "padded.csv.gz"), (mac.getvalue(), "mac.zip")):
+        aset = uploads.score_anonymized_set(uploads.submit_anonymized_set(
+            user=user("alpha1"), dataset=ds, content=content, name=name))
+        assert (aset.status, aset.s_u) == (plain.status, plain.s_u), name
+        assert storage.read_bytes(aset.file) == content  # stored exactly as sent
+    nested = uploads.score_anonymized_set(uploads.submit_anonymized_set(
+        user=user("alpha1"), dataset=ds, content=gzip.compress(gzip.compress(csv)), name="twice.gz"))
+    assert nested.status == AnonymizedSet.REJECTED and nested.errors[0]["code"] == "nested_archive"
+    assert not uploads.counts_towards_limit(nested)

@@ -12,6 +12,7 @@ import pytest
 from contest.models import AuditLog, StoredFile
 from contest.services import audit, storage
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
+from scoring.errors import ValidationError
 from tests.contest.conftest import contest_spec
 
 pytestmark = pytest.mark.django_db
@@ -26,24 +27,55 @@ def test_store_and_stream_exact_bytes():
     assert b"".join(storage.iter_bytes(f, chunk=4096)) == data
 
 
-def test_decompressed_accepts_gz_zip_and_enforces_limit():
-    csv = b"reg_id\n1\n2\n"
+def _zip(**members) -> bytes:
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("a.csv", csv)
-    assert storage.decompressed(gzip.compress(csv), "a.csv.gz") == csv
-    assert storage.decompressed(buf.getvalue(), "a.zip") == csv
-    assert storage.decompressed(csv, "a.csv") == csv
-    with pytest.raises(storage.UploadTooLarge):
-        storage.decompressed(gzip.compress(b"0" * 10_000), "bomb.gz", limit=1000)
-    two = io.BytesIO()
-    with zipfile.ZipFile(two, "w") as z:
-        z.writestr("a.csv", csv)
-        z.writestr("b.csv", csv)
-    with pytest.raises(storage.BadArchive, match="exactly one"):
-        storage.decompressed(two.getvalue(), "two.zip")
-    with pytest.raises(storage.BadArchive):
-        storage.decompressed(b"\x1f\x8bnot gzip", "x.gz")
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, content in members.items():
+            z.writestr(name.replace("__", "/").replace("MACOSX/", "__MACOSX/"), content)
+    return buf.getvalue()
+
+
+def test_stored_uploads_are_read_by_the_one_decompressor():
+    """storage reads plain, gzip and zip by their magic bytes with scoring.io's limits and messages."""
+    csv = b"reg_id\n1\n2\n"
+    for raw, name in ((csv, "a.csv"), (gzip.compress(csv), "a.csv.gz"), (_zip(**{"a.csv": csv}), "a.zip"),
+                      (csv, "plain-but-named.gz"), (gzip.compress(csv) + b"\0" * 4096, "padded.gz"),
+                      (_zip(**{"a.csv": csv, "MACOSX__._a.csv": b"\0\5\x16\x07"}), "mac.zip")):
+        assert storage.read_csv_bytes(storage.store_bytes(raw, name)) == csv, name
+    bomb = storage.store_bytes(gzip.compress(b"0" * 10_000), "bomb.gz")
+    with pytest.raises(ValidationError, match="larger than the limit of 1,000 bytes"):
+        storage.read_csv_bytes(bomb, limit=1000)
+    for raw, outer, inner in ((_zip(**{"a.csv": csv, "b.csv": csv}), None, None),
+                              (gzip.compress(gzip.compress(csv)), "gzip", "gzip"),
+                              (_zip(**{"inner.zip": _zip(**{"a.csv": csv})}), "zip", "zip"),
+                              (gzip.compress(_zip(**{"a.csv": csv})), "gzip", "zip")):
+        with pytest.raises(ValidationError) as err:
+            storage.read_csv_bytes(storage.store_bytes(raw, "x"))
+        issue = err.value.issues[0]
+        if outer is None:
+            assert issue.code == "zip_members"
+        else:
+            assert issue.code == "nested_archive" and issue.params == {"outer": outer, "inner": inner}
+
+
+def test_no_second_decompressor_in_the_platform():
+    """Only scoring.io.archive inflates uploads: no gzip/zipfile reading anywhere in contest/ but archives
+    the platform itself writes (bundles) and reads back (the contest archive of transfer)."""
+    import ast
+    from pathlib import Path
+
+    import contest
+    allowed = {"bundles.py", "transfer.py"}
+    for path in Path(contest.__file__).parent.rglob("*.py"):
+        if path.name in allowed or "migrations" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        assert not names & {"gzip", "zipfile"}, f"{path} imports {names & {'gzip', 'zipfile'}}"
+        calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        assert not {c for c in calls if c.startswith(("zlib.decompressobj", "zlib.decompress"))} or \
+            path.name == "storage.py", f"{path} inflates data itself"
 
 
 def test_stored_files_are_never_overwritten_or_deleted():

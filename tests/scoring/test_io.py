@@ -271,3 +271,20 @@ def test_error_names_the_file(tmp_path):
     p.write_bytes(b"regid\n1\n")
     e = raises(sio.read_anotraces, p, GRID, small_truth(m=1, L=1))
     assert str(e) == "anotraces_team001_data01_IDP.csv: line 1: expected header 'reg_id', found 'regid'"
+
+
+def test_gzip_members_longer_than_a_read_slice_then_zero_padding():
+    """Input fed in 1 MB slices: members that span slices, the boundary between them, and padding."""
+    rng = np.random.default_rng(3)
+    first = b"user_id\n" + "\n".join(map(str, rng.integers(1, 1025, 900_000))).encode() + b"\n"
+    second = "\n".join(map(str, rng.integers(1, 1025, 700_000))).encode() + b"\n"
+    blob = gzip.compress(first, 1) + gzip.compress(second, 1) + b"\0" * 3_000_000
+    assert len(gzip.compress(first, 1)) > 1 << 20 and len(blob) > 4 * (1 << 20)
+    assert len(sio.read_etable(blob, 1_600_000, 1024)) == 1_600_000
+    assert sio.read_source_bytes(blob) == first + second
+    sio.check_source(blob)                                 # the same archive, nothing kept
+    for bad, code in ((blob[:1 << 20], "gz_truncated"), (blob + b"x", "gz_trailing"),
+                      (gzip.compress(gzip.compress(first)), "nested_archive")):
+        with pytest.raises(ValidationError) as err:
+            sio.check_source(bad)
+        assert err.value.issues[0].code == code
