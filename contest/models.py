@@ -425,6 +425,15 @@ class Score(models.Model):
 
     class Meta:
         ordering = ["dataset", "metric", "id"]
+        # At most one current score per scored object and metric, whatever the deliveries and re-scores.
+        constraints = [
+            models.UniqueConstraint(fields=["anonymized_set", "metric"], name="one_current_score_per_set",
+                                    condition=models.Q(current=True, anonymized_set__isnull=False)),
+            models.UniqueConstraint(fields=["attack"], name="one_current_score_per_attack",
+                                    condition=models.Q(current=True, attack__isnull=False)),
+            models.UniqueConstraint(fields=["judge_attack"], name="one_current_score_per_judge_attack",
+                                    condition=models.Q(current=True, judge_attack__isnull=False)),
+        ]
 
     @property
     def source(self) -> str:
@@ -482,12 +491,24 @@ class Job(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    #: Token of the delivery that claimed the job (``jobs.execute``): only that run may finish it.
+    claim = models.CharField(max_length=32, blank=True, editable=False)
+    #: When the job's message was last handed to the broker (None: not yet, e.g. the broker was down;
+    #: the sweep sends it, a transactional outbox), and how many times.
+    sent_at = models.DateTimeField(null=True, blank=True)
+    sends = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["status", "sent_at"])]
 
     def __str__(self):
         return f"job {self.pk} {self.kind} {self.status}"
+
+    @property
+    def retrying(self) -> bool:
+        """Queued again after an attempt that did not finish (the worker stopped, a transient error)."""
+        return self.status == Job.QUEUED and self.attempts > 0
 
 
 class AuditLog(models.Model):

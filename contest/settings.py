@@ -17,8 +17,9 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
   SSL redirect, proxy header), so that ``manage.py check --deploy`` is clean.
 - ``TRACECUP_VAR_DIR``: where the SQLite file and the filesystem broker live.
-- ``TRACECUP_JOB_TIME_LIMIT``: seconds after which the sweep treats a running
-  job as stuck (default 900).
+- ``TRACECUP_JOB_TIME_LIMIT``: seconds a job may run before its worker kills it
+  (default 900); ``TRACECUP_JOB_STALE_SECONDS``: a running job whose heartbeat
+  is older is queued again by the sweep (default 60).
 """
 from __future__ import annotations
 
@@ -203,7 +204,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
     # The filesystem transport has no broadcast replies worth waiting for.
     CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3, "socket_timeout": 10}
 CELERY_RESULT_BACKEND = None  # job rows carry status, progress and errors
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
@@ -215,10 +216,19 @@ CELERY_TASK_ALWAYS_EAGER = _env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-TRACECUP_JOB_TIME_LIMIT = env.int("TRACECUP_JOB_TIME_LIMIT", default=900)
+TRACECUP_JOB_TIME_LIMIT = max(env.int("TRACECUP_JOB_TIME_LIMIT", default=900), 2)
 TRACECUP_JOB_MAX_ATTEMPTS = 3
+# A running job stamps its heartbeat this often; one silent for TRACECUP_JOB_STALE_SECONDS has lost
+# its worker (killed, machine gone) and the sweep queues it again.
+TRACECUP_JOB_HEARTBEAT_SECONDS = env.float("TRACECUP_JOB_HEARTBEAT_SECONDS", default=10.0)
+TRACECUP_JOB_STALE_SECONDS = max(env.float("TRACECUP_JOB_STALE_SECONDS", default=60.0),
+                                 3 * TRACECUP_JOB_HEARTBEAT_SECONDS)
 CELERY_TASK_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT
-CELERY_TASK_SOFT_TIME_LIMIT = max(TRACECUP_JOB_TIME_LIMIT - 30, 30)
+# The soft limit (SoftTimeLimitExceeded inside the job) comes before the hard kill, also for short limits.
+CELERY_TASK_SOFT_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT - min(30, max(1, TRACECUP_JOB_TIME_LIMIT // 5))
+# A request that queues a job must not hang on a dead broker: one quick retry, then the job waits
+# in the database (the outbox) for the sweep to send it.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs-and-phases": {
         "task": "contest.tasks.sweep",

@@ -48,7 +48,7 @@ def job_data(job: Job, user) -> dict:
         data["error"] = ""
         if job.status == Job.FAILED:
             data["message"] = "failed (the organizers can see the details)"
-        elif job.message.startswith("retrying after"):
+        elif job.retrying:
             data["message"] = "retrying"
     return data
 

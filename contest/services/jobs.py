@@ -14,13 +14,18 @@ sweep is harmless.
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
+import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connections, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from contest.celery import app as celery_app
 from contest.models import Job
@@ -44,6 +49,12 @@ KINDS = (
 RUN_JOB_TASK = "contest.tasks.run_job"
 
 _REGISTRY: dict[str, Callable[..., str | None]] = {}
+
+#: What publishing a message raises when the broker is down or unreachable.
+BROKER_ERRORS = (BrokerOperationalError, ConnectionError, OSError)
+
+#: A queued job younger than this is left to the send its transaction queued on commit.
+OUTBOX_GRACE = timedelta(seconds=5)
 
 #: Celery message priority per job kind (Redis: 0 is served first, 9 last); other kinds get 0.
 #: A privacy preview is a team's convenience and must never delay scoring or a phase close.
@@ -99,13 +110,28 @@ def retry(job: Job, *, user=None) -> Job:
 
 
 def send(job: Job) -> None:
-    """Queue ``job`` on Celery after the current transaction commits (so the worker sees the row)."""
-    def _send():
-        result = celery_app.signature(RUN_JOB_TASK, args=(job.pk,)).apply_async(priority=PRIORITY.get(job.kind, 0))
-        if result is not None and result.id and not celery_app.conf.task_always_eager:
-            Job.objects.filter(pk=job.pk, celery_id="").update(celery_id=result.id)
+    """Hand ``job`` to the broker once the current transaction commits (so the worker sees the row).
 
-    transaction.on_commit(_send)
+    The job row is a transactional outbox: it is committed with the upload (or
+    whatever asked for it) and only then sent. If the broker is unreachable the
+    request still succeeds, ``sent_at`` stays empty, and the periodic sweep sends
+    the job when the broker is back (:func:`requeue_stalled`). Nothing is lost
+    and nothing counts twice.
+    """
+    transaction.on_commit(lambda: dispatch(job.pk, job.kind))
+
+
+def dispatch(job_id: int, kind: str) -> bool:
+    """Publish the job's message now; record when. Returns False (and logs) if the broker is down."""
+    try:
+        result = celery_app.signature(RUN_JOB_TASK, args=(job_id,)).apply_async(priority=PRIORITY.get(kind, 0))
+    except BROKER_ERRORS as exc:
+        log.warning("job %s not sent, the broker is unreachable (%s); the sweep sends it later", job_id, exc)
+        return False
+    if not celery_app.conf.task_always_eager:
+        Job.objects.filter(pk=job_id).update(sent_at=timezone.now(), sends=F("sends") + 1,
+                                             celery_id=getattr(result, "id", "") or "")
+    return True
 
 
 def progress(job: Job | None, fraction: float, message: str = "") -> None:
@@ -120,69 +146,130 @@ def progress(job: Job | None, fraction: float, message: str = "") -> None:
 def execute(job_id: int) -> str:
     """Run one job (called by the Celery task). Returns the final status.
 
+    A delivery first claims the job with one conditional UPDATE: only a queued
+    job, or a running one whose heartbeat is stale (its worker died), can be
+    claimed, so of several deliveries of one message at most one runs the
+    handler; the others return at once. While the handler runs, a heartbeat
+    thread stamps ``heartbeat_at`` every ``TRACECUP_JOB_HEARTBEAT_SECONDS``,
+    so the sweep can tell a long job from a dead one within a minute.
+
     Raises :class:`TransientJobError` when the failure is worth a retry and
     attempts remain (the task turns it into a Celery retry).
     """
-    with transaction.atomic():
-        job = Job.objects.select_for_update().filter(pk=job_id).first()
-        if job is None:
-            log.warning("job %s vanished", job_id)
-            return "missing"
-        if job.status in (Job.SUCCEEDED, Job.FAILED):
-            return job.status  # idempotent: a duplicate delivery does nothing
-        job.attempts += 1
-        job.status = Job.RUNNING
-        job.started_at = job.started_at or timezone.now()
-        job.heartbeat_at = timezone.now()
-        job.error = ""
-        job.save(update_fields=["attempts", "status", "started_at", "heartbeat_at", "error"])
+    now = timezone.now()
+    token = uuid.uuid4().hex
+    claimable = Q(status=Job.QUEUED) | Q(status=Job.RUNNING, heartbeat_at__lt=now - stale_after())
+    claimed = Job.objects.filter(claimable, pk=job_id, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS).update(
+        status=Job.RUNNING, claim=token, attempts=F("attempts") + 1, started_at=Coalesce("started_at", Value(now)),
+        heartbeat_at=now, error="")
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        log.warning("job %s vanished", job_id)
+        return "missing"
+    if not claimed:
+        return job.status  # a duplicate delivery, or a job another worker runs: nothing to do
+    mine = Job.objects.filter(pk=job.pk, claim=token)
     try:
-        message = handler(job.kind)(job, **job.args)
+        with _Heartbeat(job.pk, token):
+            message = handler(job.kind)(job, **job.args)
     except OperationalError as exc:  # database locked / connection dropped: worth a retry
         if job.attempts < settings.TRACECUP_JOB_MAX_ATTEMPTS:
-            Job.objects.filter(pk=job.pk).update(status=Job.QUEUED, message=f"retrying after: {exc}"[:300])
+            mine.update(status=Job.QUEUED, message=f"retrying after: {exc}"[:300])
             raise TransientJobError(str(exc)) from exc
-        _fail(job, exc)
+        _fail(job, exc, token)
         return Job.FAILED
     except Exception as exc:  # a bug or bad data: fail visibly, never loop
-        _fail(job, exc)
+        _fail(job, exc, token)
         return Job.FAILED
-    Job.objects.filter(pk=job.pk).update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
-                                         message=(message or "done")[:300], heartbeat_at=timezone.now())
+    mine.update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
+                message=(message or "done")[:300], heartbeat_at=timezone.now())
     return Job.SUCCEEDED
 
 
-def _fail(job: Job, exc: BaseException) -> None:
+def stale_after() -> timedelta:
+    """How old a running job's heartbeat may be before its worker counts as dead."""
+    return timedelta(seconds=settings.TRACECUP_JOB_STALE_SECONDS)
+
+
+class _Heartbeat:
+    """Stamp the claimed job's ``heartbeat_at`` from a thread while its handler runs.
+
+    Not in eager mode (tests, inline runs): there the caller's own transaction
+    holds the job and nothing sweeps it.
+    """
+
+    def __init__(self, job_id: int, token: str):
+        self.job_id, self.token = job_id, token
+        self.stop = threading.Event()
+        self.thread = None
+
+    def __enter__(self):
+        if not celery_app.conf.task_always_eager:
+            self.thread = threading.Thread(target=self._beat, name=f"heartbeat-job-{self.job_id}", daemon=True)
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=5)
+        return False
+
+    def _beat(self):
+        try:
+            while not self.stop.wait(settings.TRACECUP_JOB_HEARTBEAT_SECONDS):
+                try:
+                    Job.objects.filter(pk=self.job_id, claim=self.token, status=Job.RUNNING).update(
+                        heartbeat_at=timezone.now())
+                except Exception:  # a dropped connection: the next beat reconnects
+                    log.warning("heartbeat of job %s failed", self.job_id, exc_info=True)
+                    connections.close_all()
+        finally:
+            connections.close_all()
+
+
+def _fail(job: Job, exc: BaseException, token: str) -> None:
     log.exception("job %s (%s) failed", job.pk, job.kind)
-    Job.objects.filter(pk=job.pk).update(
+    Job.objects.filter(pk=job.pk, claim=token).update(
         status=Job.FAILED, finished_at=timezone.now(), message=f"failed: {exc}"[:300],
         error="".join(traceback.format_exception(exc))[-8000:])
 
 
 def requeue_stalled(now=None) -> dict:
-    """Re-queue or fail jobs whose worker died or whose message was lost.
+    """Re-queue or fail jobs whose worker died; send jobs the broker never got or lost.
 
-    A running job whose heartbeat is older than ``TRACECUP_JOB_TIME_LIMIT``
-    seconds (its worker died or hung) is re-queued while attempts remain, else
-    failed; a queued job older than that (its message was lost) is re-sent.
-    Called by the periodic sweep (``contest.tasks.sweep``).
+    - A running job whose heartbeat is older than ``TRACECUP_JOB_STALE_SECONDS``
+      (its worker was killed, its machine lost) is queued again, exactly once
+      per death (a conditional UPDATE), while attempts remain; else failed.
+    - A queued job never sent (the broker was down: the outbox) is sent.
+    - A queued job sent long ago and still not started (the broker lost its
+      queue) is sent again, with a back-off (one stale period, then doubling up
+      to ``TRACECUP_JOB_TIME_LIMIT``) so a long but healthy queue gets few
+      duplicates; a duplicate delivery is harmless (:func:`execute` claims).
+
+    Called by the periodic sweep (``contest.tasks.sweep``). Returns counts.
     """
     now = now or timezone.now()
-    limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
-    requeued = failed = 0
-    stuck = Job.objects.filter(status=Job.RUNNING, heartbeat_at__lt=now - limit)
-    for job in stuck:
+    stale = stale_after()
+    requeued = failed = sent = 0
+    for job in Job.objects.filter(status=Job.RUNNING, heartbeat_at__lt=now - stale):
+        gone = Job.objects.filter(pk=job.pk, status=Job.RUNNING, claim=job.claim, heartbeat_at__lt=now - stale)
         if job.attempts >= settings.TRACECUP_JOB_MAX_ATTEMPTS:
-            Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(
-                status=Job.FAILED, finished_at=now, message="failed: stuck past its time limit",
-                error=f"no progress for more than {limit}; {job.attempts} attempts")
-            failed += 1
-        elif Job.objects.filter(pk=job.pk, status=Job.RUNNING).update(
-                status=Job.QUEUED, message="re-queued: stuck past its time limit", created_at=now):
-            send(job)
+            failed += gone.update(
+                status=Job.FAILED, finished_at=now, message="failed: the worker stopped on every attempt",
+                error=f"no heartbeat for more than {stale} on attempt {job.attempts} of "
+                      f"{settings.TRACECUP_JOB_MAX_ATTEMPTS}")
+        elif gone.update(status=Job.QUEUED, claim="", sent_at=None,
+                         message=f"retrying: the worker stopped (attempt {job.attempts + 1} of "
+                                 f"{settings.TRACECUP_JOB_MAX_ATTEMPTS})"):
             requeued += 1
-    for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - limit):
-        if Job.objects.filter(pk=job.pk, status=Job.QUEUED).update(created_at=now):
-            send(job)
-            requeued += 1
-    return {"requeued": requeued, "failed": failed}
+    limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
+    for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - OUTBOX_GRACE).only("pk", "kind", "sent_at",
+                                                                                           "sends"):
+        if job.sent_at is not None:
+            wait = min(stale * 2 ** max(job.sends - 1, 0), max(limit, stale))
+            if job.sent_at > now - wait:
+                continue
+        if dispatch(job.pk, job.kind):
+            sent += 1
+    return {"requeued": requeued, "failed": failed, "sent": sent}

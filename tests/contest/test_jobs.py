@@ -61,25 +61,128 @@ def test_the_celery_task_retries_transient_errors():
     assert run_job.acks_late and run_job.reject_on_worker_lost
 
 
-def test_sweep_requeues_then_fails_stuck_jobs(generated, settings, monkeypatch):
+def test_sweep_requeues_dead_workers_jobs_once_and_resends_lost_messages(generated, settings, monkeypatch):
+    from django.db.models import F
     sent = []
-    monkeypatch.setattr(jobs, "send", lambda job: sent.append(job.pk))
-    old = timezone.now() - timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT + 60)
-    stuck = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING, attempts=1, heartbeat_at=old,
-                               args={"contest_id": generated.pk})
-    lost = Job.objects.create(kind="rescore", contest=generated, status=Job.QUEUED, args={"contest_id": generated.pk})
-    Job.objects.filter(pk=lost.pk).update(created_at=old)
+    now = timezone.now()
+
+    def dispatch(pk, kind):                    # what the real one records, without a broker
+        sent.append(pk)
+        return bool(Job.objects.filter(pk=pk).update(sent_at=now, sends=F("sends") + 1))
+    monkeypatch.setattr(jobs, "dispatch", dispatch)
+    dead_for = timedelta(seconds=settings.TRACECUP_JOB_STALE_SECONDS + 1)   # a minute, not the time limit
+    args = {"contest_id": generated.pk}
+    stuck = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING, attempts=1,
+                               heartbeat_at=now - dead_for, claim="a" * 32, args=args)
+    never_sent = Job.objects.create(kind="rescore", contest=generated, status=Job.QUEUED, args=args)
+    lost = Job.objects.create(kind="rescore", contest=generated, status=Job.QUEUED, args=args, sends=1,
+                              sent_at=now - dead_for)
+    waiting = Job.objects.create(kind="rescore", contest=generated, status=Job.QUEUED, args=args, sends=3,
+                                 sent_at=now - dead_for)       # sent 3 times: backs off before a 4th
     fresh = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING, attempts=1,
-                               heartbeat_at=timezone.now(), args={})
+                               heartbeat_at=now, args=args)
     dead = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING,
-                              attempts=settings.TRACECUP_JOB_MAX_ATTEMPTS, heartbeat_at=old, args={})
-    report = sweep()
-    assert report["requeued"] == 2 and report["failed"] == 1
-    assert sorted(sent) == sorted([stuck.pk, lost.pk])
-    assert Job.objects.get(pk=stuck.pk).status == Job.QUEUED
+                              attempts=settings.TRACECUP_JOB_MAX_ATTEMPTS, heartbeat_at=now - dead_for, args=args)
+    Job.objects.filter(pk__in=[never_sent.pk, lost.pk, waiting.pk]).update(created_at=now - dead_for)
+    report = sweep(now)
+    assert report["requeued"] == 1 and report["failed"] == 1 and report["sent"] == 2
+    assert sorted(sent) == sorted([never_sent.pk, lost.pk])
+    s = Job.objects.get(pk=stuck.pk)
+    assert s.status == Job.QUEUED and s.retrying and "retrying: the worker stopped (attempt 2 of 3)" == s.message
     assert Job.objects.get(pk=fresh.pk).status == Job.RUNNING
     d = Job.objects.get(pk=dead.pk)
-    assert d.status == Job.FAILED and "time limit" in d.message
+    assert d.status == Job.FAILED and "stopped on every attempt" in d.message
+    sent.clear()
+    Job.objects.filter(pk=stuck.pk).update(created_at=now - dead_for)
+    report = sweep(now)                       # exactly once: the requeued job is sent, never requeued again
+    assert report["requeued"] == 0 and sent == [stuck.pk]
+
+
+def test_a_duplicate_delivery_does_not_run_the_handler_again(generated, monkeypatch):
+    """The same message delivered while the job runs: the second delivery claims nothing and returns."""
+    runs = []
+
+    def handler(job, **kwargs):
+        runs.append(job.pk)
+        assert jobs.execute(job.pk) == Job.RUNNING      # a duplicate delivery arriving meanwhile
+        return "ran"
+    monkeypatch.setitem(jobs._REGISTRY, "rescore", handler)
+    job = jobs.create_job("rescore", contest=generated, dispatch=False, contest_id=generated.pk)
+    assert jobs.execute(job.pk) == Job.SUCCEEDED and runs == [job.pk]
+    assert jobs.execute(job.pk) == Job.SUCCEEDED and runs == [job.pk]
+    assert Job.objects.get(pk=job.pk).attempts == 1
+
+
+def test_a_dead_workers_job_is_claimed_by_its_redelivery(generated, settings, monkeypatch):
+    monkeypatch.setitem(jobs._REGISTRY, "rescore", lambda job, **kw: "ran")
+    old = timezone.now() - timedelta(seconds=settings.TRACECUP_JOB_STALE_SECONDS + 1)
+    job = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING, attempts=1, heartbeat_at=old,
+                             claim="b" * 32, args={"contest_id": generated.pk})
+    assert jobs.execute(job.pk) == Job.SUCCEEDED
+    assert Job.objects.get(pk=job.pk).attempts == 2
+    alive = Job.objects.create(kind="rescore", contest=generated, status=Job.RUNNING, attempts=1,
+                               heartbeat_at=timezone.now(), args={"contest_id": generated.pk})
+    assert jobs.execute(alive.pk) == Job.RUNNING          # its worker is alive: not taken from it
+
+
+def test_one_current_score_per_scored_object_is_a_database_rule(generated):
+    from django.db import IntegrityError, transaction
+
+    from contest.models import Score
+    from contest.services import uploads
+    from tests.contest.conftest import anonymize_csv, user
+    from tests.contest.test_services import _team_ds
+
+    ds = _team_ds(generated, 1, 1)
+    aset = uploads.score_anonymized_set(uploads.submit_anonymized_set(
+        user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Score.objects.create(dataset=ds, metric=Score.UTILITY, value=0.5, anonymized_set=aset)
+    assert Score.objects.filter(anonymized_set=aset, current=True).count() == 1
+
+
+def test_a_broker_outage_keeps_the_upload_and_the_sweep_sends_it(generated, monkeypatch,
+                                                                 django_capture_on_commit_callbacks):
+    """The outbox: the upload is accepted and counted, its job waits unsent, the sweep sends it later."""
+    from kombu.exceptions import OperationalError as BrokerDown
+
+    from contest.celery import app
+    from contest.models import AnonymizedSet
+    from contest.services import uploads
+    from tests.contest.conftest import anonymize_csv, user
+    from tests.contest.test_services import _team_ds
+
+    real = app.signature
+
+    class Down:
+        def __init__(self, *a, **kw):
+            pass
+
+        def apply_async(self, *a, **kw):
+            raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    monkeypatch.setattr(app, "signature", Down)
+    ds = _team_ds(generated, 1, 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv")
+    job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk)
+    assert job.status == Job.QUEUED and job.sent_at is None
+    assert AnonymizedSet.objects.get(pk=aset.pk).status == AnonymizedSet.PENDING
+    assert uploads.counts_towards_limit(aset)
+    monkeypatch.setattr(app, "signature", real)          # the broker is back
+    with django_capture_on_commit_callbacks(execute=True):
+        report = sweep(timezone.now() + jobs.OUTBOX_GRACE)
+    assert report["sent"] >= 1
+    assert AnonymizedSet.objects.get(pk=aset.pk).status == AnonymizedSet.VALID
+
+
+def test_short_time_limits_keep_a_soft_limit_below_the_hard_one():
+    import subprocess
+    import sys
+    code = ("import django, os; os.environ['TRACECUP_JOB_TIME_LIMIT']='10'; "
+            "from contest import settings as s; print(s.CELERY_TASK_SOFT_TIME_LIMIT, s.CELERY_TASK_TIME_LIMIT)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    soft, hard = map(int, out)
+    assert 0 < soft < hard == 10
 
 
 def test_sweep_closes_anonymization_phases_past_their_deadline(generated, django_capture_on_commit_callbacks):
@@ -138,3 +241,24 @@ def test_rescore_is_one_job_per_scored_object(generated, django_capture_on_commi
         ("score_anonymized", {"anonymized_set_id": aset.pk, "force": True})]
     assert "queued re-scoring: 1 anonymized sets" in Job.objects.get(pk=job.pk).message
     assert all(j.status == Job.SUCCEEDED for j in children)
+
+
+def test_a_team_sees_retrying_not_a_frozen_spinner(generated, client, settings, django_capture_on_commit_callbacks):
+    """After its worker died, the upload's live status says it is being retried, in the API too."""
+    from contest.models import AnonymizedSet
+    from contest.services import uploads
+    from tests.contest.conftest import anonymize_csv, user
+    from tests.contest.test_services import _team_ds
+
+    ds = _team_ds(generated, 1, 1)
+    aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv")
+    old = timezone.now() - timedelta(seconds=settings.TRACECUP_JOB_STALE_SECONDS + 1)
+    Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk).update(
+        status=Job.RUNNING, attempts=1, heartbeat_at=old, claim="c" * 32)
+    assert AnonymizedSet.objects.get(pk=aset.pk).status == AnonymizedSet.PENDING
+    sweep()
+    client.force_login(user("alpha1"))
+    state = client.get(f"/c/{generated.slug}/team/uploads/{aset.pk}/status.json").json()
+    assert "retrying (attempt 2)" in state["html"] and not state["finished"]
+    api = client.get(f"/api/jobs/{Job.objects.get(kind='score_anonymized', args__anonymized_set_id=aset.pk).pk}/")
+    assert api.json()["message"] == "retrying" and api.json()["status"] == "queued"
