@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import audit, data, jobs, results, storage
-from contest.services.uploads import score_anonymized_set
+from contest.services.uploads import lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
 from scoring.preview import run_attack
@@ -47,8 +47,16 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
 
     contest = round_.contest
     grid = contest.grid()
-    phase = Phase.objects.get(round=round_, kind=Phase.ANONYMIZATION)
-    # Uploads received before the deadline but not yet scored are scored now.
+    # Close first, under the phase row's lock: uploads in flight (they share-lock it) finish before,
+    # and no upload is stored after (they find the phase closed). Then every upload is known.
+    with transaction.atomic():
+        phase = lock_phase(Phase.objects.get(round=round_, kind=Phase.ANONYMIZATION).pk, shared=False)
+        if phase.closed_at is None:
+            phase.closed_at = timezone.now()
+            Phase.objects.filter(pk=phase.pk).update(closed_at=phase.closed_at)
+            audit.record("close_phase", contest=contest, actor=user, obj=phase, round=round_.number,
+                         kind=phase.kind)
+    # Uploads received before the close but not yet scored are scored now.
     for aset in AnonymizedSet.objects.filter(dataset__round=round_, status=AnonymizedSet.PENDING):
         score_anonymized_set(aset)
     datasets = list(Dataset.objects.filter(round=round_, kind__in=(Dataset.TEAM, Dataset.BENCHMARK))
@@ -60,10 +68,6 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
             chosen = final_choice(ds)
             if chosen is not None:
                 AnonymizedSet.objects.filter(pk=chosen.pk).update(final=True)
-        if phase.closed_at is None:
-            Phase.objects.filter(pk=phase.pk).update(closed_at=timezone.now())
-            audit.record("close_phase", contest=contest, actor=user, obj=phase, round=round_.number,
-                         kind=phase.kind)
     for i, ds in enumerate(datasets):
         jobs.progress(job, i / max(len(datasets), 1), f"pseudonymizing {ds.label}")
         if PublicSet.objects.filter(dataset=ds).exists():

@@ -20,7 +20,7 @@ pending, valid or below-``s_req`` upload does.
 """
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -58,8 +58,18 @@ def _phase(round_, kind) -> Phase | None:
     return Phase.objects.filter(round=round_, kind=kind).first()
 
 
-def _require_open(round_, kind, now=None) -> Phase:
+def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
+    """The round's open ``kind`` phase, or RuleViolation saying when it runs.
+
+    With ``lock`` (inside the upload's transaction) the phase is share-locked
+    first (:func:`lock_phase`): uploads do not wait for each other, but a close
+    of the phase (``judge.close_anonymization`` locks it exclusively) waits for
+    the uploads in flight, and every upload after it sees the phase closed. So
+    an upload either is checked open and stored before the close, or is refused.
+    """
     phase = _phase(round_, kind)
+    if phase is not None and lock:
+        phase = lock_phase(phase.pk, shared=True)
     now = now or timezone.now()
     if phase is None:
         raise RuleViolation(f"round {round_.name} has no {kind} phase")
@@ -70,6 +80,25 @@ def _require_open(round_, kind, now=None) -> Phase:
             f"{phase.opens_at.astimezone(tz):%Y-%m-%d %H:%M %Z} to {phase.closes_at.astimezone(tz):%Y-%m-%d %H:%M %Z}; "
             f"server time is {now.astimezone(tz):%Y-%m-%d %H:%M %Z})")
     return phase
+
+
+#: Namespace of the phases' advisory locks (PostgreSQL's two-key form: this, then the phase id).
+PHASE_LOCK_NAMESPACE = 20191
+
+
+def lock_phase(phase_id: int, *, shared: bool) -> Phase:
+    """Lock the phase to the end of the transaction: shared (an upload) or exclusive (its close); re-read it.
+
+    PostgreSQL: a transaction-scoped advisory lock, whose queue is fair: once a
+    close waits, later uploads wait behind it instead of starving it (share
+    row locks would let a stream of uploads hold off the close forever).
+    SQLite serializes every write transaction anyway.
+    """
+    if connection.vendor == "postgresql":
+        fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {fn}(%s, %s)", [PHASE_LOCK_NAMESPACE, phase_id])
+    return Phase.objects.get(pk=phase_id)
 
 
 def _check_size(contest, content: bytes, name: str) -> None:
@@ -107,17 +136,19 @@ def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, 
     if not decision:
         raise NotAllowed(decision.reason)
     contest = dataset.round.contest
-    _require_open(dataset.round, Phase.ANONYMIZATION, now)
+    _require_open(dataset.round, Phase.ANONYMIZATION, now)     # early answer; checked again under the lock
     _check_size(contest, content, name)
     with transaction.atomic():
-        Dataset.objects.select_for_update().get(pk=dataset.pk)  # serializes concurrent uploads
+        Dataset.objects.select_for_update().get(pk=dataset.pk)  # serializes this dataset's uploads (the limit)
+        checked_at = now or timezone.now()
+        _require_open(dataset.round, Phase.ANONYMIZATION, checked_at, lock=True)
         if counted_anonymized_sets(dataset) >= contest.anonymized_upload_limit:
             raise LimitReached(f"the limit of {contest.anonymized_upload_limit} anonymized sets for "
                                f"{dataset.label} in {dataset.round.name} is reached")
         seq = (AnonymizedSet.objects.filter(dataset=dataset).aggregate(n=Max("seq"))["n"] or 0) + 1
         stored = storage.store_bytes(content, name, user=user)
         aset = AnonymizedSet.objects.create(dataset=dataset, team=dataset.team, seq=seq, file=stored,
-                                            uploaded_by=user)
+                                            uploaded_by=user, created_at=checked_at)
         audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
                      dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
         jobs.create_job("score_anonymized", contest=contest, user=user, anonymized_set_id=aset.pk)
@@ -212,18 +243,20 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
         raise NotAllowed(decision.reason)
     round_ = target.dataset.round
     contest = round_.contest
-    _require_open(round_, Phase.ATTACK, now)
+    _require_open(round_, Phase.ATTACK, now)                   # early answer; checked again under the lock
     _check_size(contest, content, name)
     limit = contest.etable_limit if kind == Attack.ETABLE else contest.etraces_limit
     with transaction.atomic():
         PublicSet.objects.select_for_update().get(pk=target.pk)
+        checked_at = now or timezone.now()
+        _require_open(round_, Phase.ATTACK, checked_at, lock=True)
         if counted_attacks(attacker, target, kind) >= limit:
             raise LimitReached(f"the limit of {limit} {kind} uploads against {target.dataset.label} is reached")
         seq = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
                .aggregate(n=Max("seq"))["n"] or 0) + 1
         stored = storage.store_bytes(content, name, user=user)
         attack = Attack.objects.create(attacker=attacker, target=target, kind=kind, seq=seq, file=stored,
-                                       uploaded_by=user)
+                                       uploaded_by=user, created_at=checked_at)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
         jobs.create_job("score_attack", contest=contest, user=user, attack_id=attack.pk)
