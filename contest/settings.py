@@ -72,6 +72,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads a body: 413 for requests past TRACECUP_MAX_REQUEST_BYTES.
+    "contest.upload_limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Page language: the switcher's cookie, then Accept-Language, then LANGUAGE_CODE (en); see LANGUAGES.
@@ -143,6 +145,13 @@ LOGIN_REDIRECT_URL = "/"
 # checked by the upload service on both the compressed and the decompressed size.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 8 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 16 * 1024 * 1024
+# The hard cap of any request (contest.upload_limits): the largest upload a contest allows plus the form.
+TRACECUP_MAX_REQUEST_BYTES = env.int("TRACECUP_MAX_REQUEST_BYTES", default=200 * 1024 * 1024 + 1024 * 1024)
+FILE_UPLOAD_HANDLERS = [
+    "contest.upload_limits.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # ----- REST API ---------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -66,11 +66,12 @@ def _valid(serializer_class, request) -> dict:
     return form.validated_data
 
 
-def _upload(request, serializer_class=S.UploadSerializer) -> tuple[bytes, str, dict]:
-    """(content, file name, validated fields) of a multipart upload."""
+def _upload(request, serializer_class=S.UploadSerializer) -> tuple:
+    """(the file object, file name, validated fields) of a multipart upload; the file is never read whole here."""
     data = _valid(serializer_class, request)
     f = data["file"]
-    return f.read(), f.name or "upload.csv", data
+    f.seek(0)  # the serializer's checks may have read it
+    return f.file, f.name or "upload.csv", data
 
 
 class IsContestOrganizer(BasePermission):

@@ -25,6 +25,27 @@ def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/
         compressed_size=len(blob), content_type=content_type, uploaded_by=user)
 
 
+def store_upload(source, name: str, *, user=None, content_type: str = "text/csv") -> StoredFile:
+    """Store an upload, ``bytes`` or a binary file object (a request's file spooled to disk), exactly.
+
+    A file object is read in slices, hashed and compressed as it streams, so
+    only its compressed form is ever whole in memory.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return store_bytes(bytes(source), name, user=user, content_type=content_type)
+    source.seek(0)
+    sha, size, packer, parts = hashlib.sha256(), 0, zlib.compressobj(6), []
+    while block := source.read(CHUNK):
+        sha.update(block)
+        size += len(block)
+        parts.append(packer.compress(block))
+    parts.append(packer.flush())
+    blob = b"".join(parts)
+    return StoredFile.objects.create(
+        name=name[:255], blob=blob, sha256=sha.hexdigest(), size=size,
+        compressed_size=len(blob), content_type=content_type, uploaded_by=user)
+
+
 def read_bytes(stored: StoredFile) -> bytes:
     """The exact original bytes; verifies the SHA-256 so corruption cannot go unnoticed."""
     data = zlib.decompress(bytes(stored.blob))

@@ -101,7 +101,7 @@ def lock_phase(phase_id: int, *, shared: bool) -> Phase:
     return Phase.objects.get(pk=phase_id)
 
 
-def _check_size(contest, content: bytes, name: str) -> None:
+def _check_size(contest, content, name: str) -> None:
     """Refuse an upload whose CSV exceeds the contest's limit, before storing anything.
 
     The archive is decompressed with nothing of it kept (``scoring.io.check_source``); any other
@@ -130,8 +130,8 @@ def counted_attacks(attacker: Team, target: PublicSet, kind: str) -> int:
 
 
 # ----- anonymized sets -------------------------------------------------------------
-def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, now=None) -> AnonymizedSet:
-    """Store an anotraces upload and queue its validation and utility scoring."""
+def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=None) -> AnonymizedSet:
+    """Store an anotraces upload (``content``: bytes or a binary file) and queue its validation and utility scoring."""
     decision = permissions.can_upload_anonymized(user, dataset)
     if not decision:
         raise NotAllowed(decision.reason)
@@ -146,7 +146,7 @@ def submit_anonymized_set(*, user, dataset: Dataset, content: bytes, name: str, 
             raise LimitReached(f"the limit of {contest.anonymized_upload_limit} anonymized sets for "
                                f"{dataset.label} in {dataset.round.name} is reached")
         seq = (AnonymizedSet.objects.filter(dataset=dataset).aggregate(n=Max("seq"))["n"] or 0) + 1
-        stored = storage.store_bytes(content, name, user=user)
+        stored = storage.store_upload(content, name, user=user)
         aset = AnonymizedSet.objects.create(dataset=dataset, team=dataset.team, seq=seq, file=stored,
                                             uploaded_by=user, created_at=checked_at)
         audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
@@ -233,7 +233,7 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
 
 
 # ----- attacks -------------------------------------------------------------------------
-def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content: bytes, name: str,
+def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content, name: str,
                   now=None) -> Attack:
     """Store an etable/etraces upload against ``target`` and queue its scoring."""
     if kind not in (Attack.ETABLE, Attack.ETRACES):
@@ -254,7 +254,7 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
             raise LimitReached(f"the limit of {limit} {kind} uploads against {target.dataset.label} is reached")
         seq = (Attack.objects.filter(attacker=attacker, target=target, kind=kind)
                .aggregate(n=Max("seq"))["n"] or 0) + 1
-        stored = storage.store_bytes(content, name, user=user)
+        stored = storage.store_upload(content, name, user=user)
         attack = Attack.objects.create(attacker=attacker, target=target, kind=kind, seq=seq, file=stored,
                                        uploaded_by=user, created_at=checked_at)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,

@@ -318,9 +318,11 @@ def target_state(request, slug, public_set_id):
 
 
 # ---------------------------------------------------------------- anonymized uploads
-def _read_upload(form) -> tuple[bytes, str]:
+def _read_upload(form):
+    """(the uploaded file, its name): a file object, spooled to disk past 8 MB, never read whole here."""
     f = form.cleaned_data["file"]
-    return f.read(), f.name
+    f.seek(0)  # the form's checks may have read it
+    return f.file, f.name
 
 
 def _rule_error(request, exc, back_url):

@@ -43,46 +43,63 @@ def _read_limited(fileobj, max_bytes: int, keep: bool = True) -> bytes:
 _HEAD = 8
 
 
-def _gunzip(raw: bytes, max_bytes: int, keep: bool = True) -> bytes:
-    """Decompress (possibly multi-member) gzip data, stopping past ``max_bytes``.
+def _gunzip(f, max_bytes: int, keep: bool = True) -> bytes:
+    """Decompress (possibly multi-member) gzip data read from the binary stream ``f``, stopping past ``max_bytes``.
 
-    The input is fed in slices of ``CHUNK`` bytes, so neither a long stream nor
-    zero padding after the last member costs more than one pass over it (the
-    padding is counted, not decompressed). With ``keep`` False only the first
-    bytes of the output are returned.
+    The input is read in slices of ``CHUNK`` bytes, so neither a long stream
+    nor zero padding after the last member costs more than one pass over it
+    and the compressed input is never held whole (the padding is counted, not
+    decompressed). With ``keep`` False only the first bytes of the output are
+    returned.
     """
     parts, total = [], 0
-    view, pos, n = memoryview(raw), 0, len(raw)
+    pending = b""                      # input read past the end of the previous member
     try:
-        while pos < n:
+        while True:
+            head = pending or f.read(CHUNK)
+            if not head:
+                break
+            if head.count(0) == len(head) and _rest_is_zeros(f):
+                break  # zero padding after the last member
+            if len(head) < 2:
+                head += f.read(CHUNK)
+            if head[:2] != b"\x1f\x8b":
+                raise ValidationError.of("gz_trailing")
             d = zlib.decompressobj(wbits=31)
-            while not d.eof:
-                block = d.unconsumed_tail
-                if not block:
-                    block = view[pos:pos + CHUNK]
-                    pos += len(block)
-                    if not block:
-                        raise ValidationError.of("gz_truncated")
+            block = head
+            while True:
                 chunk = d.decompress(block, CHUNK)
                 total += len(chunk)
                 if total > max_bytes:
                     raise _too_big(max_bytes)
                 if chunk and (keep or not parts):
                     parts.append(chunk if keep else chunk[:_HEAD])
-            pos -= len(d.unused_data)  # the next member, or padding, starts where this one ended
-            if pos < n and raw.count(b"\x00", pos) == n - pos:
-                break  # zero padding after the last member
-            if pos < n and raw[pos:pos + 2] != b"\x1f\x8b":
-                raise ValidationError.of("gz_trailing")
+                if d.eof:
+                    pending = d.unused_data
+                    break
+                block = d.unconsumed_tail or f.read(CHUNK)
+                if not block:
+                    raise ValidationError.of("gz_truncated")
     except zlib.error as exc:
         raise ValidationError.of("gz_broken", detail=str(exc)) from None
     return b"".join(parts)
 
 
-def _unzip(raw: bytes, max_bytes: int, keep: bool = True) -> bytes:
-    """The single file of a zip archive, streamed with the size limit (``keep``: as in :func:`_gunzip`)."""
+def _rest_is_zeros(f) -> bool:
+    """Whether the rest of ``f`` holds only zero bytes (read in slices, nothing kept)."""
+    while True:
+        block = f.read(CHUNK)
+        if not block:
+            return True
+        if block.count(0) != len(block):
+            return False
+
+
+def _unzip(f, max_bytes: int, keep: bool = True) -> bytes:
+    """The single file of the zip archive in the seekable stream ``f``, streamed with the size limit
+    (``keep``: as in :func:`_gunzip`)."""
     try:
-        zf = zipfile.ZipFile(io.BytesIO(raw))
+        zf = zipfile.ZipFile(f)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
         raise ValidationError.of("zip_broken", detail=str(exc)) from None
     with zf:
@@ -121,38 +138,70 @@ def read_source_bytes(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
             exactly one file, or an archive holding another archive.
         FileNotFoundError / OSError: a path that cannot be read.
     """
-    return _content(_raw(source, max_bytes), max_bytes, keep=True)
+    with _stream(source, max_bytes) as f:
+        return _content(f, max_bytes, keep=True)
 
 
 def check_source(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
     """Raise what :func:`read_source_bytes` would raise for the archive itself, holding none of its content.
 
     For a web request that must refuse an oversized or broken upload at once
-    without keeping its (up to ``max_bytes``) decompressed content in memory.
+    without keeping its (up to ``max_bytes``) content in memory: a file object
+    (an upload spooled to disk) is read in slices.
     """
-    _content(_raw(source, max_bytes), max_bytes, keep=False)
+    with _stream(source, max_bytes) as f:
+        _content(f, max_bytes, keep=False)
 
 
-def _raw(source, max_bytes: int) -> bytes:
+class _Borrowed:
+    """A caller's file object, rewound to where it was when we are done with it (not closed)."""
+
+    def __init__(self, f):
+        self.f, self.start = f, f.tell()
+
+    def __enter__(self):
+        return self.f
+
+    def __exit__(self, *exc):
+        self.f.seek(self.start)
+        return False
+
+
+def _stream(source, max_bytes: int):
+    """A seekable binary stream of ``source``'s raw bytes (a context manager), its size checked."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        raw = bytes(source)
-        if len(raw) > max_bytes:
+        if len(source) > max_bytes:
             raise _too_big(max_bytes)
-        return raw
+        return io.BytesIO(source)
     if hasattr(source, "read"):
-        return _read_limited(source, max_bytes)
+        if not (getattr(source, "seekable", lambda: False)()):
+            return io.BytesIO(_read_limited(source, max_bytes))
+        start = source.tell()
+        size = source.seek(0, os.SEEK_END) - start
+        source.seek(start)
+        if size > max_bytes:
+            raise _too_big(max_bytes)
+        return _Borrowed(source)
     path = Path(os.fspath(source))
     if path.stat().st_size > max_bytes:
         raise _too_big(max_bytes)
-    with open(path, "rb") as f:
-        return _read_limited(f, max_bytes)
+    return open(path, "rb")
 
 
-def _content(raw: bytes, max_bytes: int, *, keep: bool) -> bytes:
-    kind = archive_kind(raw)
+def _content(f, max_bytes: int, *, keep: bool) -> bytes:
+    start = f.tell()
+    kind = archive_kind(f.read(4))
+    f.seek(start)
     if kind is None:
-        return raw
-    inner = _gunzip(raw, max_bytes, keep) if kind == "gzip" else _unzip(raw, max_bytes, keep)
+        if not keep:
+            return f.read(_HEAD)
+        data = f.read(max_bytes + 1)
+        if isinstance(data, str):
+            raise TypeError("a file object source must be opened in binary mode")
+        if len(data) > max_bytes:
+            raise _too_big(max_bytes)
+        return data
+    inner = _gunzip(f, max_bytes, keep) if kind == "gzip" else _unzip(f, max_bytes, keep)
     nested = archive_kind(inner)
     if nested is not None:
         raise ValidationError.of("nested_archive", outer=kind, inner=nested)
