@@ -339,7 +339,10 @@ class PublicSet(models.Model):
                                           related_name="public_set", help_text="empty for the benchmark")
     pubtraces = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+")
     ptable = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="+", help_text="secret ID table")
-    commitment = models.CharField(max_length=64, help_text="SHA-256 of the permutation")
+    commitment = models.CharField(max_length=64, help_text="SHA-256 of the nonce line and the ptable bytes")
+    #: 32 hex digits, secret until the results are published (scoring.pseudonymize); empty on sets
+    #: pseudonymized before commitments were salted (their commitment is the ptable's plain SHA-256).
+    commitment_nonce = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -146,27 +146,25 @@ def can_read_public_set(user, public_set: PublicSet, which: str) -> Decision:
     return deny("pubtraces are published when the anonymization phase closes")
 
 
-#: Below this many users per set, m! < 2^128: hashing every possible ID table
-#: against the (unsalted) commitment could recover the table.
-COMMITMENT_MIN_USERS = 35
-
-
 def can_see_commitment(user, public_set: PublicSet) -> Decision:
-    """The commitment (SHA-256 of the ptable bytes) shown with a public set.
+    """The commitment (SHA-256 of a secret nonce line and the ptable bytes) shown with a public set.
 
-    Decision (SPEC silent): organizers always; participants only where the
-    ptable cannot be recovered from it by trying all m! tables, i.e. m >= 35
-    (35! > 2^128). Small test or demo contests thus never reveal their ID
-    tables this way; the organizer can still hand the commitment out.
+    Organizers always; participants with the pubtraces. The nonce keeps the
+    commitment from being an offline oracle for the ID table, whatever m.
     """
-    contest = public_set.dataset.round.contest
-    if is_organizer(user, contest):
+    if is_organizer(user, public_set.dataset.round.contest):
         return ALLOW
-    if contest.users_per_set < COMMITMENT_MIN_USERS:
-        return deny("with so few users per set the commitment would reveal the ID table")
     if can_read_public_set(user, public_set, "pubtraces"):
         return ALLOW
     return deny("the commitment is published with the pubtraces")
+
+
+def can_see_commitment_nonce(user, public_set: PublicSet) -> Decision:
+    """The commitment's nonce: organizers always; everyone once the contest's results are published."""
+    contest = public_set.dataset.round.contest
+    if is_organizer(user, contest) or contest.results_published_at is not None:
+        return ALLOW
+    return deny("the commitment's nonce is revealed with the results")
 
 
 def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:

@@ -85,6 +85,7 @@ def cmd_pseudonymize(args) -> int:
     sio.write_pubtraces(result.pubtraces, args.pub)
     sio.write_ptable(result.pse_ids, result.user_ids, args.ptable)
     print(result.commitment)
+    print(f"nonce {result.nonce}  (keep secret until the results; then: (echo NONCE; cat PTABLE) | sha256sum)")
     return 0
 
 

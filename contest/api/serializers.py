@@ -129,15 +129,20 @@ class PublicSetSerializer(serializers.ModelSerializer):
     reference_dataset = serializers.IntegerField(source="dataset.id")
     pubtraces = StoredFileSerializer(read_only=True)
     commitment = serializers.SerializerMethodField()
+    commitment_nonce = serializers.SerializerMethodField()
 
     class Meta:
         model = PublicSet
         fields = ["id", "label", "round", "kind", "team_number", "challenge", "reference_dataset", "pubtraces",
-                  "commitment", "created_at"]
+                  "commitment", "commitment_nonce", "created_at"]
 
     def get_commitment(self, obj) -> str | None:
         # Shown only where the permissions module allows it (the view passes the decisions).
         return obj.commitment if self.context.get("commitment_visible", {}).get(obj.pk) else None
+
+    def get_commitment_nonce(self, obj) -> str | None:
+        """Revealed with the results: then ``(echo NONCE; cat ptable.csv) | sha256sum`` gives the commitment."""
+        return obj.commitment_nonce or None if self.context.get("nonce_visible", {}).get(obj.pk) else None
 
 
 class AttackSerializer(serializers.ModelSerializer):

@@ -55,7 +55,8 @@ def job_data(job: Job, user) -> dict:
 
 def public_sets_data(public_sets, user) -> list[dict]:
     """Public sets as JSON, each commitment only where ``permissions.can_see_commitment`` allows."""
-    ctx = {"commitment_visible": {ps.pk: bool(permissions.can_see_commitment(user, ps)) for ps in public_sets}}
+    ctx = {"commitment_visible": {ps.pk: bool(permissions.can_see_commitment(user, ps)) for ps in public_sets},
+           "nonce_visible": {ps.pk: bool(permissions.can_see_commitment_nonce(user, ps)) for ps in public_sets}}
     return S.PublicSetSerializer(public_sets, many=True, context=ctx).data
 
 

@@ -85,10 +85,10 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
         try:
             with transaction.atomic():
                 pub = storage.store_bytes(data.pubtraces_csv(pseud.pubtraces), f"pubtraces_{stem}.csv")
-                # The stored ID table is exactly the bytes whose SHA-256 is the commitment.
+                # The stored ID table is exactly the bytes committed to (after the nonce line).
                 ptab = storage.store_bytes(pseud.ptable_bytes(), f"ptable_{stem}.csv")
                 ps = PublicSet.objects.create(dataset=ds, anonymized_set=aset, pubtraces=pub, ptable=ptab,
-                                              commitment=pseud.commitment)
+                                              commitment=pseud.commitment, commitment_nonce=pseud.nonce)
                 audit.record("pseudonymize", contest=contest, actor=user, obj=ps, dataset=ds.label,
                              commitment=pseud.commitment)
         except IntegrityError:

@@ -344,7 +344,7 @@ def export_all(request, slug):
         folder = f"round{ps.dataset.round.number}/public"
         add(folder, ps.pubtraces_id, what="pubtraces", team=ps.dataset.number, challenge=ps.dataset.challenge)
         add(folder, ps.ptable_id, what="ptable", team=ps.dataset.number, challenge=ps.dataset.challenge,
-            commitment=ps.commitment)
+            commitment=ps.commitment, commitment_nonce=ps.commitment_nonce)
     for at in Attack.objects.filter(target__dataset__round__contest=contest).select_related("attacker", "target__dataset__round"):
         add(f"round{at.target.dataset.round.number}/attacks/team{at.attacker.number:03d}_{at.target.dataset.label}_{at.kind}{at.seq}",
             at.file_id, what=at.kind, attacker=at.attacker.number, target=at.target.dataset.label, status=at.status,

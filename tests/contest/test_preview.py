@@ -35,7 +35,7 @@ def test_preview_on_the_judges_pseudonymized_set_and_seeds_equals_the_judges_run
     grid = generated.grid()
     truth = data.traces(ds.original, grid)
     pse, users = data.ptable(ps.ptable)
-    pseud = Pseudonymized(data.pubtraces(ps.pubtraces, grid), pse, users, ps.commitment)
+    pseud = Pseudonymized(data.pubtraces(ps.pubtraces, grid), pse, users, ps.commitment_nonce, ps.commitment)
     anon = data.anotraces(storage.read_csv_bytes(ps.anonymized_set.file), grid, truth)
     names = list(generated.judge_attacks)
     seeds = {name: judge.attack_seed(generated.seed, ps, name) for name in names}

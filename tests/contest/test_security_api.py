@@ -12,7 +12,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from contest.models import AnonymizedSet, Attack, Dataset, Job, JudgeAttackResult, PublicSet, Round, StoredFile
-from contest.services import generation, judge
+from contest.services import generation, judge, results
 from contest.services.setup import create_contest
 from tests.contest.conftest import contest_spec, user
 from tests.contest.test_permissions import _world
@@ -210,27 +210,21 @@ def test_results_stay_embargoed_until_published_and_after_unpublish(generated):
     embargoed()
 
 
-def test_commitment_is_withheld_when_the_id_table_could_be_brute_forced(generated, settings):
-    """The commitment is an unsalted SHA-256 of the ptable: for m = 20 users, hashing all m! ID tables
-    (~2^61) is feasible, so participants do not get it; organizers do. At m >= 35 (m! > 2^128) they do."""
+def test_the_commitment_comes_with_the_pubtraces_and_its_nonce_with_the_results(generated, settings):
+    """The commitment hashes a secret nonce with the ID table, so it is no oracle even for m = 20 users:
+    participants get it with the pubtraces; the nonce is revealed when the results are published."""
     _world(generated, closed=True)
     ps = PublicSet.objects.filter(dataset__round__contest=generated).first()
     for name in ("alpha1", "beta1"):
-        listed = _api(user(name)).get("/api/contests/tc/public-sets/").json()
-        assert listed and all(p["commitment"] is None for p in listed)
+        listed = {p["id"]: p for p in _api(user(name)).get("/api/contests/tc/public-sets/").json()}
+        assert listed[ps.pk]["commitment"] == ps.commitment and listed[ps.pk]["commitment_nonce"] is None
         me = _api(user(name)).get("/api/contests/tc/me/").json()
-        assert me["attack_targets"] and all(p["commitment"] is None for p in me["attack_targets"])
-    listed = _api(user("judge")).get("/api/contests/tc/public-sets/").json()
-    assert {p["id"]: p["commitment"] for p in listed}[ps.pk] == ps.commitment
-    from contest import permissions as P
-    generated.users_per_set = 35
-    generated.save()
-    ps.refresh_from_db()
-    assert P.can_see_commitment(user("alpha1"), ps)
-    generated.users_per_set = 34
-    generated.save()
-    ps.refresh_from_db()
-    assert not P.can_see_commitment(user("alpha1"), ps)
+        assert me["attack_targets"] and all(p["commitment_nonce"] is None for p in me["attack_targets"])
+    judge_view = {p["id"]: p for p in _api(user("judge")).get("/api/contests/tc/public-sets/").json()}
+    assert judge_view[ps.pk]["commitment_nonce"] == ps.commitment_nonce
+    results.publish_results(generated)
+    listed = {p["id"]: p for p in _api(user("alpha1")).get("/api/contests/tc/public-sets/").json()}
+    assert listed[ps.pk]["commitment_nonce"] == ps.commitment_nonce
 
 
 def test_contest_yaml_cannot_take_over_existing_accounts(generated):

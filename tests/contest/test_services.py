@@ -189,8 +189,8 @@ def test_close_pseudonymize_judge_attacks_and_results(generated):
         pse, users = data.ptable(ps.ptable)
         assert np.array_equal(pse, np.arange(SMALL_USERS + 1, 2 * SMALL_USERS + 1))
         assert sorted(users) == list(range(1, SMALL_USERS + 1))
-        assert ps.ptable.sha256 == ps.commitment
-        assert verify_commitment(ps.commitment, storage.read_bytes(ps.ptable))
+        assert len(ps.commitment_nonce) == 32 and ps.ptable.sha256 != ps.commitment
+        assert verify_commitment(ps.commitment, storage.read_bytes(ps.ptable), ps.commitment_nonce)
     ps = PublicSet.objects.get(dataset__number=1, dataset__challenge=1)
     run = judge.run_judge_attacks(ps)
     assert sorted(r.algorithm for r in run) == sorted(generated.judge_attacks)

@@ -78,7 +78,10 @@ def test_pseudonymize_writes_pubtraces_ptable_and_prints_the_commitment(files, c
     code, out, err = run(capsys, "pseudonymize", files.truth, files.anon, "--pub", str(pub),
                          "--ptable", str(ptable), "--seed", "4")
     assert code == 0 and err == ""
-    assert out.strip() == hashlib.sha256(ptable.read_bytes()).hexdigest()
+    commitment, nonce_line = out.strip().splitlines()
+    nonce = nonce_line.split()[1]
+    assert nonce_line.startswith("nonce ") and "keep secret" in nonce_line
+    assert commitment == hashlib.sha256(nonce.encode() + b"\n" + ptable.read_bytes()).hexdigest()
     pse, users = sio.read_ptable(ptable)
     assert list(pse) == [5, 6, 7, 8]
     back = sio.read_pubtraces(pub, GRID)

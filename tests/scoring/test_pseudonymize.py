@@ -52,21 +52,28 @@ def test_secure_permutation_is_uniform_on_three_users():
     assert list(secure_permutation(1)) == [0]
 
 
-def test_commitment_is_the_sha256_of_the_ptable_file(tmp_path):
+def test_commitment_is_the_sha256_of_a_secret_nonce_and_the_ptable_file(tmp_path):
+    import subprocess
     p = pseudonymize(anon_of(), seed=3)
     data = ptable_bytes(p.pse_ids, p.user_ids)
     assert data.startswith(b"pse_id,user_id\n7,") and data.endswith(b"\n") and b"\r" not in data
-    assert p.commitment == hashlib.sha256(data).hexdigest() == commitment_of(p.pse_ids, p.user_ids)
+    assert len(p.nonce) == 32 and int(p.nonce, 16) >= 0
+    assert p.commitment == hashlib.sha256(p.nonce.encode() + b"\n" + data).hexdigest()
+    assert p.commitment == commitment_of(p.pse_ids, p.user_ids, p.nonce)
+    assert p.commitment != hashlib.sha256(data).hexdigest()             # not the table's own hash: no oracle
     path = tmp_path / "ptable.csv"
     sio.write_ptable(p.pse_ids, p.user_ids, path)
-    assert hashlib.sha256(path.read_bytes()).hexdigest() == p.commitment   # = sha256sum of the file
-    assert verify_commitment(p.commitment, path)
-    assert verify_commitment(p.commitment.upper(), data.replace(b"\n", b"\r\n"))   # same table, CRLF
-    assert verify_commitment(p.commitment, gzip.compress(data))
-    assert verify_commitment(p.commitment, (p.pse_ids, p.user_ids))
+    shell = subprocess.run(f"(echo {p.nonce}; cat {path}) | sha256sum", shell=True, capture_output=True, text=True)
+    assert shell.stdout.split()[0] == p.commitment                     # the organizer's check after the reveal
+    assert verify_commitment(p.commitment, path, p.nonce)
+    assert verify_commitment(p.commitment.upper(), data.replace(b"\n", b"\r\n"), p.nonce.upper())  # CRLF copy
+    assert verify_commitment(p.commitment, gzip.compress(data), p.nonce)
+    assert verify_commitment(p.commitment, (p.pse_ids, p.user_ids), p.nonce)
+    assert not verify_commitment(p.commitment, (p.pse_ids, p.user_ids), "0" * 32)
     swapped = p.user_ids.copy()
     swapped[[0, 1]] = swapped[[1, 0]]
-    assert not verify_commitment(p.commitment, (p.pse_ids, swapped))
+    assert not verify_commitment(p.commitment, (p.pse_ids, swapped), p.nonce)
+    assert pseudonymize(anon_of()).nonce != pseudonymize(anon_of()).nonce   # os.urandom without a seed
 
 
 def test_pubtraces_and_ptable_files_read_back():
