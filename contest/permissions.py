@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from contest.models import (
     AnonymizedSet,
     Attack,
@@ -54,6 +56,7 @@ from contest.models import (
     Phase,
     PrivacyPreview,
     PublicSet,
+    Round,
     Team,
 )
 
@@ -192,9 +195,31 @@ def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
     return deny("the judge's attack outputs are visible to the organizers only")
 
 
+def can_read_round_file(user, round_: Round, which: str) -> Decision:
+    """A round's ``info_region`` / ``info_time`` (the grid and the clock): its contest's teams and organizers.
+
+    The synthesizer's fitted model (``model``) is the organizers' alone: it was trained on the data.
+    """
+    if which not in ("info_region", "info_time", "model"):
+        raise ValueError(f"unknown round file {which!r}")
+    contest = round_.contest
+    if is_organizer(user, contest):
+        return ALLOW
+    if which == "model":
+        return deny("the synthesizer's model is the organizers' alone")
+    if team_of(user, contest) is not None:
+        return ALLOW
+    return deny("only the contest's teams can download data")
+
+
 def can_read_file(user, stored_file) -> Decision:
     """Any stored file, by what refers to it (the most permissive reference wins)."""
     fid = stored_file.pk
+    for r in Round.objects.filter(Q(info_region_id=fid) | Q(info_time_id=fid) | Q(model_file_id=fid)
+                                  ).select_related("contest"):
+        which = "info_region" if r.info_region_id == fid else "info_time" if r.info_time_id == fid else "model"
+        if can_read_round_file(user, r, which):
+            return ALLOW
     for ds in Dataset.objects.filter(reference_id=fid).select_related("round__contest"):
         if can_read_dataset_file(user, ds, "reference"):
             return ALLOW
