@@ -67,6 +67,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
+    "axes",                     # login throttling (web login and /api/auth/token/)
+    "csp",                      # Content-Security-Policy header
     "contest.apps.ContestConfig",
 ]
 
@@ -83,7 +85,42 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last: turns a locked-out login (too many failures) into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# ----- login throttling (django-axes) ----------------------------------------------
+# Every login, the web form and the API token endpoint, goes through Django's authenticate(),
+# whose first backend counts failures: after AXES_FAILURE_LIMIT wrong passwords for one username
+# from one address, that pair is locked out for AXES_COOLOFF_TIME, the right password included.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "contest.lockout.lockout_response"
+AXES_VERBOSE = False
+
+# ----- Content-Security-Policy (django-csp) ------------------------------------------
+# Scripts, styles, images and requests from this site only; no inline script and no eval. Inline
+# style attributes are allowed (style-src-attr): the server-rendered tables and the plots set
+# widths and colours with them, and a style attribute cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "style-src-attr": ["'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "contest.urls"
 WSGI_APPLICATION = "contest.wsgi.application"

@@ -1,12 +1,11 @@
 """API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 
 from contest.api import views as v
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", v.ObtainToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI served from this site's static files (drf-spectacular-sidecar): the machines have no internet.
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

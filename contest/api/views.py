@@ -6,6 +6,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -147,9 +148,7 @@ class RoundFile(APIView):
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
     def get(self, request, pk, which):
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
-        contest = rnd.contest
-        if not (permissions.is_organizer(request.user, contest) or permissions.team_of(request.user, contest)):
-            _require(permissions.deny("only the contest's teams can download data"), request.user)
+        _require(permissions.can_read_round_file(request.user, rnd, which), request.user)
         stored = rnd.info_region if which == "info_region" else rnd.info_time
         if stored is None:
             raise ValidationError({which: ["the round's data is not generated yet"]})
@@ -518,3 +517,14 @@ class ContestSnapshot(_OrganizerCommand):
         contest = get_object_or_404(Contest, slug=slug)
         self.organized(request, contest)
         return self._job_response(results_service.request_results(contest, user=request.user))
+
+
+class ObtainToken(ObtainAuthToken):
+    """POST username and password, get the API token; throttled like the web login (django-axes).
+
+    The serializer authenticates with Django's own request (not DRF's wrapper), so a lockout is
+    recorded where ``axes.middleware.AxesMiddleware`` reads it and answered 429.
+    """
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "request": self.request._request}

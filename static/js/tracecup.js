@@ -684,7 +684,15 @@
     });
   }
 
+  // A read-only field (the API token) selects its text on focus, for copying.
+  function initSelectOnFocus(scope) {
+    scope.querySelectorAll("[data-select-on-focus]").forEach(function (el) {
+      el.addEventListener("focus", function () { el.select(); });
+    });
+  }
+
   function initAll(scope) {
+    initSelectOnFocus(scope);
     initSortable(scope);
     initCharts(scope);
     initUploads(scope);

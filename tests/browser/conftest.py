@@ -51,6 +51,7 @@ def browser(chromium_path):
             b = pw.chromium.launch(executable_path=chromium_path, headless=True,
                                    args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                                          "--no-first-run", "--disable-dev-shm-usage"])
+            _record_csp_violations(b)
             yield b
             b.close()
     finally:
@@ -58,6 +59,31 @@ def browser(chromium_path):
             os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         else:
             os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+#: Console messages in which Chromium reports a Content-Security-Policy violation, per test.
+CSP_VIOLATIONS: list[str] = []
+
+
+def _record_csp_violations(browser) -> None:
+    """Every page of every context the tests open reports CSP violations into ``CSP_VIOLATIONS``."""
+    new_context = browser.new_context
+
+    def watched_context(*args, **kwargs):
+        context = new_context(*args, **kwargs)
+        context.on("page", lambda page: page.on(
+            "console", lambda msg: CSP_VIOLATIONS.append(f"{page.url}: {msg.text}")
+            if "Content Security Policy" in msg.text else None))
+        return context
+    browser.new_context = watched_context
+
+
+@pytest.fixture(autouse=True)
+def no_csp_violations():
+    """The pages pass their own Content-Security-Policy: no blocked script, style or request."""
+    CSP_VIOLATIONS.clear()
+    yield
+    assert not CSP_VIOLATIONS, "CSP violations:\n" + "\n".join(CSP_VIOLATIONS[:10])
 
 
 @pytest.fixture
