@@ -80,40 +80,116 @@ def _stop_all_at_exit() -> None:
 atexit.register(_stop_all_at_exit)
 
 
-@pytest.fixture
-def celery_worker(transactional_db, tmp_path):
-    """A started ``celery worker`` process (yielded) on the test database and a private queue."""
-    from contest.celery import app
-    from contest.settings import filesystem_broker_options, make_local_folders
-    env = dict(os.environ, DATABASE_URL=database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
-    old_options = dict(app.conf.broker_transport_options or {})
-    if settings.CELERY_BROKER_URL.startswith("filesystem"):
-        broker = tmp_path / "broker"
-        env["TRACECUP_BROKER_DIR"] = str(broker)
-        app.conf.broker_transport_options = filesystem_broker_options(broker)
-        make_local_folders(app.conf.broker_transport_options)
-        reset_broker_pools(app)
-    else:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_purge("celery")
-    log_path = tmp_path / "worker.log"
-    log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", "2",
-                             "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}@%h"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    _RUNNING.add(proc)
-    try:
+class WorkerEnv:
+    """The test's private broker queue and a worker process on it, which a test may kill and restart.
+
+    ``extra`` environment variables (``TRACECUP_JOB_HEARTBEAT_SECONDS``...) go to
+    every worker this object starts. :meth:`lose_queue` drops the messages
+    waiting in the broker (what a Redis restart without persistence does).
+    """
+
+    def __init__(self, tmp_path: Path, extra: dict | None = None):
+        self.tmp_path = tmp_path
+        self.env = dict(os.environ, DATABASE_URL=database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1",
+                        **(extra or {}))
+        self.broker_dir = tmp_path / "broker" if settings.CELERY_BROKER_URL.startswith("filesystem") else None
+        if self.broker_dir is not None:
+            self.env["TRACECUP_BROKER_DIR"] = str(self.broker_dir)
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.tmp_path / f"worker{self.starts}.log"
+
+    def start(self, concurrency: int = 2) -> subprocess.Popen:
+        """Start ``celery worker`` in its own process group and wait until it is ready."""
+        self.starts += 1
+        log_path = self.log_path
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", str(concurrency),
+                 "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}-{self.starts}@%h"],
+                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        _RUNNING.add(proc)
+        self.proc = proc
         deadline = time.time() + 90
         while "ready." not in log_path.read_text():
             if proc.poll() is not None or time.time() > deadline:
                 pytest.fail("celery worker did not start:\n" + log_path.read_text()[-3000:])
             time.sleep(0.3)
-        yield proc
+        return proc
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_worker(self.proc)
+
+    def kill(self) -> None:
+        """SIGKILL the whole worker: the main process and its pool children at once (a crashed machine)."""
+        _RUNNING.discard(self.proc)
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def pool_children(self) -> list[int]:
+        """Process ids of the worker's pool children (the processes that run the tasks)."""
+        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        return [int(p) for p in path.read_text().split()]
+
+    def kill_busy_child(self) -> int:
+        """SIGKILL the pool child that has used the most CPU (the one running the job; what the
+        kernel's out-of-memory killer picks). The main process lives on and forks a new child."""
+        def cpu_ticks(pid: int) -> int:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime
+        busiest = max(self.pool_children(), key=cpu_ticks)
+        os.kill(busiest, signal.SIGKILL)
+        return busiest
+
+    def lose_queue(self) -> int:
+        """Drop every message waiting in the broker's queue; returns how many were dropped."""
+        if self.broker_dir is not None:
+            files = list((self.broker_dir / "queue").glob("*.msg"))
+            for f in files:
+                f.unlink()
+            return len(files)
+        from contest.celery import app
+        with app.connection_for_write() as conn:
+            return conn.default_channel.queue_purge("celery") or 0
+
+    def log(self) -> str:
+        return "".join((self.tmp_path / f"worker{n}.log").read_text()[-3000:] for n in range(1, self.starts + 1))
+
+
+@pytest.fixture
+def worker_env(transactional_db, tmp_path):
+    """A :class:`WorkerEnv` on the test database and a private queue; its worker is stopped at the end.
+
+    The test process sends its jobs to the same queue (its broker options are
+    pointed there and restored afterwards).
+    """
+    from contest.celery import app
+    from contest.settings import filesystem_broker_options, make_local_folders
+    old_options = dict(app.conf.broker_transport_options or {})
+    workers = WorkerEnv(tmp_path)
+    if workers.broker_dir is not None:
+        app.conf.broker_transport_options = filesystem_broker_options(workers.broker_dir)
+        make_local_folders(app.conf.broker_transport_options)
+        reset_broker_pools(app)
+    else:
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_purge("celery")
+    try:
+        yield workers
     finally:
-        stop_worker(proc)
-        log.close()
+        workers.stop()
         app.conf.broker_transport_options = old_options
         reset_broker_pools(app)
+
+
+@pytest.fixture
+def celery_worker(worker_env):
+    """A started ``celery worker`` process (yielded) on the test database and a private queue."""
+    yield worker_env.start()
 
 
 def wait_for_jobs(contest=None, timeout: float = 300.0, kinds=None) -> None:

@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import OperationalError, connections, transaction
 from django.db.models import F, Q, Value
@@ -123,14 +124,19 @@ def send(job: Job) -> None:
 
 def dispatch(job_id: int, kind: str) -> bool:
     """Publish the job's message now; record when. Returns False (and logs) if the broker is down."""
+    if celery_app.conf.task_always_eager:  # tests and inline runs: the job runs here and now
+        celery_app.signature(RUN_JOB_TASK, args=(job_id,)).apply_async()
+        return True
     try:
-        result = celery_app.signature(RUN_JOB_TASK, args=(job_id,)).apply_async(priority=PRIORITY.get(kind, 0))
+        # No time limit in the message (explicit None; a signature would fill in the sender's): the worker
+        # that runs the job applies its own TRACECUP_JOB_TIME_LIMIT, whatever the web process was given.
+        result = celery_app.send_task(RUN_JOB_TASK, args=(job_id,), priority=PRIORITY.get(kind, 0),
+                                      time_limit=None, soft_time_limit=None)
     except BROKER_ERRORS as exc:
         log.warning("job %s not sent, the broker is unreachable (%s); the sweep sends it later", job_id, exc)
         return False
-    if not celery_app.conf.task_always_eager:
-        Job.objects.filter(pk=job_id).update(sent_at=timezone.now(), sends=F("sends") + 1,
-                                             celery_id=getattr(result, "id", "") or "")
+    Job.objects.filter(pk=job_id).update(sent_at=timezone.now(), sends=F("sends") + 1,
+                                         celery_id=getattr(result, "id", "") or "")
     return True
 
 
@@ -172,7 +178,14 @@ def execute(job_id: int) -> str:
     try:
         with _Heartbeat(job.pk, token):
             message = handler(job.kind)(job, **job.args)
+    except SoftTimeLimitExceeded as exc:  # Celery's soft limit: the same input would run too long again
+        _fail(job, exc, token, message=f"failed: ran past its time limit of {settings.TRACECUP_JOB_TIME_LIMIT} s")
+        return Job.FAILED
     except OperationalError as exc:  # database locked / connection dropped: worth a retry
+        # A dropped connection stays broken until closed; the next query opens a new one. (Not inside
+        # a caller's transaction: an eager run in a test or command keeps its own.)
+        if not transaction.get_connection().in_atomic_block:
+            connections.close_all()
         if job.attempts < settings.TRACECUP_JOB_MAX_ATTEMPTS:
             mine.update(status=Job.QUEUED, message=f"retrying after: {exc}"[:300])
             raise TransientJobError(str(exc)) from exc
@@ -228,10 +241,10 @@ class _Heartbeat:
             connections.close_all()
 
 
-def _fail(job: Job, exc: BaseException, token: str) -> None:
+def _fail(job: Job, exc: BaseException, token: str, message: str = "") -> None:
     log.exception("job %s (%s) failed", job.pk, job.kind)
     Job.objects.filter(pk=job.pk, claim=token).update(
-        status=Job.FAILED, finished_at=timezone.now(), message=f"failed: {exc}"[:300],
+        status=Job.FAILED, finished_at=timezone.now(), message=(message or f"failed: {exc}")[:300],
         error="".join(traceback.format_exception(exc))[-8000:])
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.worker import celery_worker, reset_broker_pools  # noqa: F401  (celery_worker is a fixture)
+from tests.worker import celery_worker, reset_broker_pools, worker_env  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("TRACECUP_CHROMIUM", "/usr/bin/chromium"))

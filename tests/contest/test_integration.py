@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from contest.models import Phase
 from contest.services.setup import create_contest
 from tests.contest.conftest import contest_spec, move_phase
-from tests.worker import celery_worker, wait_for_jobs  # noqa: F401  (celery_worker is a fixture)
+from tests.worker import celery_worker, wait_for_jobs, worker_env  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 USERS = 24

@@ -1,6 +1,7 @@
 """Job rows: idempotent execution, visible failures, bounded retries, the stuck-job sweep."""
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 
 import pytest
@@ -141,34 +142,38 @@ def test_one_current_score_per_scored_object_is_a_database_rule(generated):
     assert Score.objects.filter(anonymized_set=aset, current=True).count() == 1
 
 
-def test_a_broker_outage_keeps_the_upload_and_the_sweep_sends_it(generated, monkeypatch,
-                                                                 django_capture_on_commit_callbacks):
+def test_a_broker_outage_keeps_the_upload_and_the_sweep_sends_it(generated, django_capture_on_commit_callbacks):
     """The outbox: the upload is accepted and counted, its job waits unsent, the sweep sends it later."""
-    from kombu.exceptions import OperationalError as BrokerDown
-
     from contest.celery import app
     from contest.models import AnonymizedSet
     from contest.services import uploads
     from tests.contest.conftest import anonymize_csv, user
     from tests.contest.test_services import _team_ds
+    from tests.worker import reset_broker_pools
 
-    real = app.signature
-
-    class Down:
-        def __init__(self, *a, **kw):
-            pass
-
-        def apply_async(self, *a, **kw):
-            raise BrokerDown("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-    monkeypatch.setattr(app, "signature", Down)
+    saved = {k: app.conf[k] for k in ("task_always_eager", "broker_url", "broker_transport_options")}
+    saved_env = os.environ.get("CELERY_BROKER_URL")  # Celery reads the URL from the environment first
     ds = _team_ds(generated, 1, 1)
-    with django_capture_on_commit_callbacks(execute=True):
-        aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv")
-    job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk)
-    assert job.status == Job.QUEUED and job.sent_at is None
-    assert AnonymizedSet.objects.get(pk=aset.pk).status == AnonymizedSet.PENDING
-    assert uploads.counts_towards_limit(aset)
-    monkeypatch.setattr(app, "signature", real)          # the broker is back
+    try:
+        # A real broker that is down: nothing listens on port 1 (the publish retries once, then gives up).
+        os.environ["CELERY_BROKER_URL"] = "redis://127.0.0.1:1/0"
+        app.conf.update(task_always_eager=False, broker_url="redis://127.0.0.1:1/0",
+                        broker_transport_options={"socket_connect_timeout": 1})
+        reset_broker_pools(app)
+        with django_capture_on_commit_callbacks(execute=True):
+            aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds),
+                                                 name="a.csv")
+        job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk)
+        assert job.status == Job.QUEUED and job.sent_at is None
+        assert AnonymizedSet.objects.get(pk=aset.pk).status == AnonymizedSet.PENDING
+        assert uploads.counts_towards_limit(aset)
+    finally:  # the broker is back (here: jobs run inline, as in every unit test)
+        if saved_env is None:
+            os.environ.pop("CELERY_BROKER_URL", None)
+        else:
+            os.environ["CELERY_BROKER_URL"] = saved_env
+        app.conf.update(saved)
+        reset_broker_pools(app)
     with django_capture_on_commit_callbacks(execute=True):
         report = sweep(timezone.now() + jobs.OUTBOX_GRACE)
     assert report["sent"] >= 1

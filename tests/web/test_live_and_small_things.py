@@ -36,9 +36,13 @@ def test_challenge_card_state_follows_the_server(generated, client_for, django_c
         r = _upload(alpha, contest, ds, good, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
     url = f"/c/{contest.slug}/team/datasets/{ds.pk}/state.json"
     state = alpha.get(url).json()
-    assert state["finished"] is False and "1 of 10 uploads used" in state["html"] and "scoring" in state["html"]
+    assert state["finished"] is False and "1 of 10 uploads used" in state["html"] and "queued" in state["html"]
     aset = AnonymizedSet.objects.get(pk=r.json()["upload_id"])
-    jobs.execute(Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk).pk)
+    job = Job.objects.get(kind="score_anonymized", args__anonymized_set_id=aset.pk)
+    # a worker died under it and the sweep queued it again: the card says so, not a frozen "scoring"
+    Job.objects.filter(pk=job.pk).update(attempts=1, message="retrying: the worker stopped (attempt 2 of 3)")
+    assert "retrying (attempt 2)" in alpha.get(url).json()["html"]
+    jobs.execute(job.pk)
     with django_assert_max_num_queries(20):  # a page read: counts and the card's rows, no parsing
         state = alpha.get(url).json()
     aset.refresh_from_db()
