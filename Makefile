@@ -40,6 +40,7 @@ bench: $(DEV_STAMP)
 	$(PY) -m scoring.bench
 	$(PY) -m scoring.algorithms.bench
 	$(PY) -m synth.bench
+	$(PY) -m contest.bench_hostile
 
 clean:
 	rm -rf $(VENV) var

@@ -15,6 +15,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpResponse, JsonResponse
 
+from contest.api.errors import error_body
+
 
 class RequestTooLarge(RequestDataTooBig):
     """The request body passed the hard cap while it was being read."""
@@ -25,7 +27,7 @@ def _too_large(request) -> HttpResponse:
     message = (f"the request is larger than the limit of {limit:,} bytes; an upload may be at most "
                f"{limit:,} bytes (compress the CSV as .gz or .zip)")
     if request.path.startswith("/api/") or "json" in request.headers.get("Accept", ""):
-        return JsonResponse({"detail": message, "code": "request_too_large"}, status=413)
+        return JsonResponse(error_body("request_too_large", message), status=413)
     return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
 
 

@@ -11,10 +11,15 @@ from contest.services.setup import SetupError
 from contest.services.uploads import RuleViolation
 
 
-def error_response(code: str, message: str, http_status: int, issues=None, **extra) -> Response:
+def error_body(code: str, message: str, issues=None, **extra) -> dict:
+    """The API's one error shape; also what the middleware (request too large, login locked out) answers."""
     body = {"code": code, "message": message, "issues": issues or []}
     body.update(extra)
-    return Response({"error": body}, status=http_status)
+    return {"error": body}
+
+
+def error_response(code: str, message: str, http_status: int, issues=None, **extra) -> Response:
+    return Response(error_body(code, message, issues, **extra), status=http_status)
 
 
 def exception_handler(exc, context):

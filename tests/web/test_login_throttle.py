@@ -30,7 +30,7 @@ def test_a_hundred_wrong_passwords_lock_the_api_token_endpoint():
     answers = [c.post("/api/auth/token/", {"username": "beta1", "password": f"x{i}"}).status_code for i in range(100)]
     assert set(answers[:4]) == {400} and set(answers[4:]) == {429}
     right = c.post("/api/auth/token/", {"username": "beta1", "password": "pw"})
-    assert right.status_code == 429 and right.json()["code"] == "locked_out" and "token" not in right.json()
+    assert right.status_code == 429 and right.json()["error"]["code"] == "locked_out" and "token" not in right.json()
 
 
 @pytest.mark.django_db

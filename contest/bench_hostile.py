@@ -1,0 +1,395 @@
+"""Hostile uploads against the real stack: ``python -m contest.bench_hostile`` prints a table.
+
+What an attacking team can send to the upload endpoint, each input sent to a
+gunicorn web server and judged by a real Celery worker (solo pool), both on a
+throw-away SQLite database and filesystem broker in a temporary folder:
+archive bombs, nested archives, zero padding, broken archives, bodies larger
+than the cap (declared, streamed, chunked), malformed multipart, binary and
+mis-encoded text, values a parser might choke on, and uploads to a set that is
+not the team's. For each input the table gives the answer (HTTP status and
+error code at the request; the upload's final status and first issue code
+once the worker has judged it), the time until that answer, and the peak
+resident memory of the web worker and of the Celery worker during that input
+(Linux ``VmHWM``, reset before each input through ``/proc/PID/clear_refs``).
+
+Targets (issue 9): every input answered with a specific code, nothing crashes,
+peak web memory under 300 MB for any upload, no request above the cap read.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.client
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MB = 1 << 20
+
+
+@dataclass
+class Probe:
+    """One hostile input: a name, what it is, and how to send it (``send(bench) -> (status, code, aset_id)``)."""
+    name: str
+    send: object
+
+
+class Stack:
+    """A temporary database, broker, gunicorn web server and Celery worker, with a generated contest."""
+
+    def __init__(self, folder: Path, users: int):
+        self.folder = folder
+        self.env = dict(os.environ, DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}",
+                        CELERY_BROKER_URL="filesystem://", TRACECUP_VAR_DIR=str(folder),
+                        TRACECUP_BROKER_DIR=str(folder / "broker"), CELERY_TASK_ALWAYS_EAGER="0",
+                        DJANGO_SETTINGS_MODULE="contest.settings", PYTHONUNBUFFERED="1")
+        self.users = users
+        self.procs: list[subprocess.Popen] = []
+
+    def setup(self) -> dict:
+        """Migrate, create and generate the contest in a child process; returns ids and the valid CSV's path."""
+        script = f"""
+import json, django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from contest.models import Dataset
+from contest.services import data, generation
+from contest.services.setup import create_contest
+from scoring.algorithms.registry import get
+spec = {{"version": 1,
+        "contest": {{"slug": "hostile", "name": "Hostile inputs", "organizers": ["judge"],
+                    "parameters": {{"users_per_set": {self.users}, "synthesizer": "city", "seed": 7,
+                                   "anonymized_upload_limit": 500}}}},
+        "users": [{{"username": "judge", "password": "judge-pass-1"}}],
+        "rounds": [{{"number": 1, "name": "Final", "weight": 1.0, "ref_days": 2, "org_days": 2,
+                    "phases": {{"anonymization": {{"opens": "now-1h", "closes": "now+24h"}},
+                               "attack": {{"opens": "now+24h", "closes": "now+48h"}}}}}}],
+        "teams": [{{"number": n, "name": name, "members": [{{"username": name.lower(), "password": "pw-" + name}}]}}
+                  for n, name in ((1, "Alpha"), (2, "Beta"))]}}
+contest = create_contest(spec)
+rnd = contest.rounds.get()
+generation.generate_round_data(rnd)
+own = Dataset.objects.get(round=rnd, number=1, challenge=1)
+other = Dataset.objects.get(round=rnd, number=2, challenge=1)
+org = data.traces(own.original, contest.grid())
+csv = data.anotraces_csv(get("A1-none").run(contest.grid(), org, seed=1))
+open({str(self.folder / 'valid.csv')!r}, "wb").write(csv)
+print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.size)}}))
+"""
+        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env, check=True,
+                             capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    def start(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        log = open(self.folder / "web.log", "w")
+        self.web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{self.port}",
+                                     "-w", "1", "--timeout", "300"], cwd=ROOT, env=self.env, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        wlog = open(self.folder / "worker.log", "w")
+        self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",
+                                        "-l", "WARNING", "--without-mingle", "--without-gossip"],
+                                       cwd=ROOT, env=self.env, stdout=wlog, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        self.procs = [self.web, self.worker]
+        deadline = time.time() + 60
+        while True:
+            try:
+                if self.request("GET", "/api/contests/")[0] == 200 and self.web_pids():
+                    break
+            except OSError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("gunicorn did not start:\n" + (self.folder / "web.log").read_text()[-2000:])
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(15)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+    def web_pids(self) -> list[int]:
+        """gunicorn's worker processes (the master only forks and watches)."""
+        path = Path(f"/proc/{self.web.pid}/task/{self.web.pid}/children")
+        return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+    # ---- memory
+    @staticmethod
+    def reset_peak(pid: int) -> None:
+        try:
+            Path(f"/proc/{pid}/clear_refs").write_text("5")
+        except OSError:
+            pass
+
+    @staticmethod
+    def peak_mb(pid: int) -> float:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return float("nan")
+
+    # ---- HTTP
+    def request(self, method: str, path: str, body=None, headers=None, timeout: float = 300) -> tuple[int, dict]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            raw = r.read()
+        finally:
+            conn.close()
+        try:
+            return r.status, json.loads(raw or b"{}")
+        except ValueError:
+            return r.status, {"detail": raw[:200].decode("utf-8", "replace")}
+
+    def login(self, username: str, password: str) -> None:
+        status, body = self.request("POST", "/api/auth/token/",
+                                    json.dumps({"username": username, "password": password}),
+                                    {"Content-Type": "application/json"})
+        assert status == 200, body
+        self.token = body["token"]
+
+    def auth(self, **extra) -> dict:
+        return {"Authorization": f"Token {self.token}", **extra}
+
+
+def multipart(content: bytes, filename: str = "anotraces.csv", field: str = "file",
+              boundary: str = "tracecupbench") -> tuple[bytes, str]:
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n").encode()
+    return head + content + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def zipped(members: dict[str, bytes], method=zipfile.ZIP_DEFLATED) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    return buf.getvalue()
+
+
+def zero_gzip(size: int) -> bytes:
+    """gzip of ``size`` zero bytes, compressed in slices (never the whole input in memory)."""
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as g:
+        chunk = b"\0" * (16 * MB)
+        for _ in range(size // len(chunk)):
+            g.write(chunk)
+    return out.getvalue()
+
+
+def zero_zip(size: int) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z, z.open("bomb.csv", "w", force_zip64=True) as f:
+        chunk = b"\0" * (16 * MB)
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+    return buf.getvalue()
+
+
+def probes(valid: bytes, own: int, other: int) -> list[tuple[str, object]]:
+    """(name, how to send) of every hostile input; ``valid`` is a correct anotraces CSV of dataset ``own``."""
+    lines = valid.decode().splitlines()
+    header, rows = lines[0], lines[1:]
+    body = "\n".join(rows)
+
+    def csv(*row_lines, head=header) -> bytes:
+        return ("\n".join((head, *row_lines)) + "\n").encode()
+
+    first_row_as = lambda value: csv(value, *rows[1:])  # noqa: E731 (a one-line helper)
+    upload = lambda content, name="anotraces.csv": ("upload", own, content, name)  # noqa: E731
+    return [
+        ("valid CSV (baseline)", upload(valid)),
+        ("valid gzip", upload(gzip.compress(valid), "a.csv.gz")),
+        ("valid zip with __MACOSX/ entries", upload(zipped({"a.csv": valid, "__MACOSX/._a.csv": b"\0\5\26\7"}), "a.zip")),
+        ("CRLF line ends and a UTF-8 BOM", upload(b"\xef\xbb\xbf" + valid.replace(b"\n", b"\r\n"))),
+        ("gzip followed by 100 MB of zero padding", upload(gzip.compress(valid) + b"\0" * (100 * MB), "a.csv.gz")),
+        ("gzip bomb: 1 GB of zeros in 1 MB", upload(zero_gzip(1024 * MB), "a.csv.gz")),
+        ("zip bomb: 1 GB of zeros in 1 MB", upload(zero_zip(1024 * MB), "a.zip")),
+        ("gzip inside gzip", upload(gzip.compress(gzip.compress(valid)), "a.csv.gz")),
+        ("zip inside zip", upload(zipped({"inner.zip": zipped({"a.csv": valid})}), "a.zip")),
+        ("zip inside gzip", upload(gzip.compress(zipped({"a.csv": valid})), "a.gz")),
+        ("zip holding two CSVs", upload(zipped({"a.csv": valid, "b.csv": valid}), "a.zip")),
+        ("zip member named ../../etc/passwd", upload(zipped({"../../etc/passwd": valid}), "a.zip")),
+        ("truncated gzip", upload(gzip.compress(valid)[: len(gzip.compress(valid)) // 2], "a.csv.gz")),
+        ("corrupt zip (central directory cut)", upload(zipped({"a.csv": valid})[:-30], "a.zip")),
+        ("empty file", upload(b"")),
+        ("1 MB of random bytes", upload(os.urandom(MB), "a.bin")),
+        ("NUL bytes in a row", upload(first_row_as(rows[0] + "\0\0"))),
+        ("one 10 MB line", upload(csv("1" * (10 * MB)))),
+        ("wrong header", upload(csv(*rows, head="reg,id"))),
+        ("invalid UTF-8 in a cell", upload(first_row_as("\udcff".encode("utf-8", "surrogateescape").decode("latin-1")))),
+        ("UTF-16 text", upload(valid.decode().encode("utf-16"))),
+        ("formula cell =HYPERLINK(...)", upload(first_row_as('=HYPERLINK("http://x")'))),
+        ("region id out of range (99999)", upload(first_row_as("99999"))),
+        ("negative region id", upload(first_row_as("-3"))),
+        ("region id 1e308", upload(first_row_as("1e308"))),
+        ("region id of 30 digits", upload(first_row_as("9" * 30))),
+        ("a row too many", upload(csv(*rows, rows[0]))),
+        ("the last row missing", upload(csv(*rows[:-1]))),
+        ("100,000-member region set in a cell", upload(first_row_as(" ".join(["1"] * 100_000)))),
+        ("path traversal in the file name", upload(valid, "../../../../etc/cron.d/x.csv")),
+        ("upload to another team's data set", ("upload", other, valid, "a.csv")),
+        ("upload without a token", ("anonymous", own, valid, "a.csv")),
+        ("multipart without the file field", ("raw", own, multipart(valid, field="notfile"))),
+        ("malformed multipart (boundary never closed)", ("raw", own, (b"--tracecupbench\r\nContent-Disposition: "
+                                                                     b"form-data; name=\"file\"; filename=\"a.csv\"\r\n\r\n"
+                                                                     + body.encode(),
+                                                                     "multipart/form-data; boundary=tracecupbench"))),
+        ("JSON body instead of a file", ("raw", own, (json.dumps({"file": body[:1000]}).encode(), "application/json"))),
+        ("1.5 GB declared, 1 KB sent", ("declared", own, 1536 * MB)),
+        ("210 MB body with its length declared", ("stream", own, 210 * MB, False)),
+        ("300 MB chunked body (no length)", ("stream", own, 300 * MB, True)),
+    ]
+
+
+def send(stack: Stack, how) -> tuple[str, int | None]:
+    """Send one input; returns (the answer at the request, the upload's id when one was stored)."""
+    kind, ds = how[0], how[1]
+    path = f"/api/datasets/{ds}/anonymized-sets/"
+    if kind in ("upload", "anonymous"):
+        payload, ctype = multipart(how[2], how[3])
+        headers = stack.auth(**{"Content-Type": ctype}) if kind == "upload" else {"Content-Type": ctype}
+        status, body = stack.request("POST", path, payload, headers)
+    elif kind == "raw":
+        payload, ctype = how[2]
+        status, body = stack.request("POST", path, payload, stack.auth(**{"Content-Type": ctype}))
+    elif kind == "declared":
+        status, body = raw_post(stack, path, how[2], lambda conn: conn.send(b"x" * 1024))
+    else:
+        size, chunked = how[2], how[3]
+        status, body = stream_post(stack, path, size, chunked)
+    error = body.get("error") if isinstance(body.get("error"), dict) else {}
+    code = error.get("code") or (body.get("detail") if isinstance(body.get("detail"), str) else "") or ""
+    answer = f"{status} {code}".strip()
+    return answer[:70], (body.get("id") if status == 202 else None)
+
+
+def raw_post(stack: Stack, path: str, declared: int, write) -> tuple[int, dict]:
+    """POST headers declaring ``declared`` bytes, then ``write(conn)``; read the answer however the server ends."""
+    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
+    conn.putrequest("POST", path)
+    for k, v in stack.auth(**{"Content-Type": "multipart/form-data; boundary=tracecupbench",
+                             "Content-Length": str(declared)}).items():
+        conn.putheader(k, v)
+    conn.endheaders()
+    try:
+        write(conn)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the server answered and closed before the body was sent: what we want
+    return answer(conn)
+
+
+def answer(conn: http.client.HTTPConnection) -> tuple[int, dict]:
+    """(status, JSON body) of the server's answer, however early it came; 0 if it only closed the connection."""
+    try:
+        r = conn.getresponse()
+        raw = r.read()
+        return r.status, (json.loads(raw) if raw.startswith(b"{") else {"detail": raw[:60].decode(errors="replace")})
+    except (ConnectionResetError, http.client.RemoteDisconnected) as exc:
+        return 0, {"detail": f"connection closed ({type(exc).__name__})"}
+    finally:
+        conn.close()
+
+
+def stream_post(stack: Stack, path: str, size: int, chunked: bool) -> tuple[int, dict]:
+    head, _ = multipart(b"")
+    opening = head[: head.index(b"\r\n--tracecupbench--")]
+    chunk = b"1\n" * (MB // 2)
+
+    def body():
+        yield opening
+        for _ in range(size // len(chunk)):
+            yield chunk
+
+    if not chunked:
+        return raw_post(stack, path, size + len(opening), lambda conn: [conn.send(part) for part in body()])
+    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=120)
+    try:
+        conn.request("POST", path, body=body(), encode_chunked=True,
+                     headers=stack.auth(**{"Content-Type": "multipart/form-data; boundary=tracecupbench",
+                                           "Transfer-Encoding": "chunked"}))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    return answer(conn)
+
+
+def judged(stack: Stack, aset_id: int, timeout: float = 120) -> str:
+    """The upload's status once the worker has judged it, with its first issue's code if rejected."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        status, body = stack.request("GET", f"/api/anonymized-sets/{aset_id}/", headers=stack.auth())
+        if status == 200 and body.get("status") != "pending":
+            errors = body.get("errors") or []
+            first = errors[0].get("code", "") if errors and isinstance(errors[0], dict) else ""
+            su = f" s_U={body['s_u']:.4f}" if body.get("s_u") is not None else ""
+            return f"{body['status']}{(' ' + first) if first else ''}{su}"
+        time.sleep(0.1)
+    return "still pending"
+
+
+def run(users: int = 200, out=sys.stdout) -> list[tuple[str, str, float, float, float]]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tracecup-hostile-") as tmp:
+        stack = Stack(Path(tmp), users)
+        info = stack.setup()
+        valid = (Path(tmp) / "valid.csv").read_bytes()
+        stack.start()
+        try:
+            stack.login("alpha", "pw-Alpha")
+            print(f"# hostile inputs: gunicorn (1 worker) + celery (solo), SQLite; a valid set is "
+                  f"{info['rows']:,} rows, {len(valid) / 1024:.0f} KB", file=out)
+            print(f"{'input':<46} {'answer':<44} {'time s':>7} {'web MB':>7} {'worker MB':>9}", file=out)
+            for name, how in probes(valid, info["own"], info["other"]):
+                pids = stack.web_pids() + [stack.worker.pid]
+                for pid in pids:
+                    stack.reset_peak(pid)
+                t0 = time.perf_counter()
+                answer, aset_id = send(stack, how)
+                if aset_id is not None:
+                    answer = f"{answer.split()[0]} -> {judged(stack, aset_id)}"
+                seconds = time.perf_counter() - t0
+                web = max((stack.peak_mb(p) for p in stack.web_pids()), default=float("nan"))
+                worker = stack.peak_mb(stack.worker.pid)
+                rows.append((name, answer, seconds, web, worker))
+                print(f"{name:<46} {answer:<44} {seconds:7.2f} {web:7.0f} {worker:9.0f}", file=out, flush=True)
+            print(f"# {len(rows)} inputs; largest web peak {max(r[3] for r in rows):.0f} MB, "
+                  f"worker {max(r[4] for r in rows):.0f} MB", file=out)
+        finally:
+            stack.stop()
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--users", type=int, default=200, help="users per data set of the bench contest")
+    args = ap.parse_args(argv)
+    rows = run(args.users)
+    failed = [r for r in rows if r[1].startswith(("5", "0 ")) or "still pending" in r[1]]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
