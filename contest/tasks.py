@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from contest.services import generation, jobs, judge, previews, results, uploads  # noqa: F401 (register handlers)
+from contest.services import generation, jobs, judge, previews, results, schedule, uploads  # noqa: F401 (register handlers)
 
 
 @shared_task(name=jobs.RUN_JOB_TASK, bind=True, acks_late=True, reject_on_worker_lost=True,
@@ -21,7 +21,7 @@ def run_job(self, job_id: int) -> str:
 
 @shared_task(name="contest.tasks.sweep", acks_late=True)
 def sweep(now=None) -> dict:
-    """Periodic (beat): re-queue or fail stalled jobs, close phases whose deadline passed."""
+    """Periodic (beat): re-queue or fail stalled jobs, close phases (both kinds) whose deadline passed."""
     report = jobs.requeue_stalled(now)
-    report["phases_closed"] = judge.close_due_phases(now)
+    report["phases_closed"] = schedule.close_due_phases(now)
     return report

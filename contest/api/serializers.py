@@ -180,6 +180,18 @@ class AwardSerializer(serializers.ModelSerializer):
         fields = ["award", "title", "team_number", "team_name", "value"]
 
 
+class PhaseScheduleSerializer(serializers.Serializer):
+    """A phase's new opening and/or deadline (ISO 8601 with offset); at least one of them."""
+
+    opens_at = serializers.DateTimeField(required=False)
+    closes_at = serializers.DateTimeField(required=False)
+
+    def validate(self, data):
+        if not data:
+            raise serializers.ValidationError("give opens_at, closes_at or both")
+        return data
+
+
 class RoundCreateSerializer(serializers.Serializer):
     """A new round: name, weight, day counts and both phase windows (ISO 8601 with offset)."""
 

@@ -17,8 +17,8 @@ from contest import permissions, selectors
 from contest.api import serializers as S
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import results as results_service
+from contest.services import schedule, storage, uploads
 from contest.services import setup as setup_service
-from contest.services import storage, uploads
 from contest.services import teams as teams_service
 from contest.services.generation import request_generation
 from contest.services.jobs import retry as retry_job
@@ -405,6 +405,32 @@ class PhaseClose(_OrganizerCommand):
         phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
         self.organized(request, phase.round.contest)
         return self._job_response(close_phase_now(phase, user=request.user))
+
+
+class PhaseSchedule(_OrganizerCommand):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=S.PhaseScheduleSerializer, responses={200: S.PhaseSerializer})
+    def patch(self, request, pk):
+        """Move a phase's opening and/or deadline (extend, shorten, reopen a closed attack phase).
+
+        409 with the reason for an impossible order (closes before it opens, the anonymization phase
+        still open when the attack phase opens, an anonymization phase already pseudonymized).
+        """
+        phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
+        self.organized(request, phase.round.contest)
+        data = _valid(S.PhaseScheduleSerializer, request)
+        phase = schedule.reschedule_phase(phase, user=request.user, **data)
+        return Response(S.PhaseSerializer(phase).data)
+
+
+class RoundOpenAttack(_OrganizerCommand):
+    @extend_schema(request=None, responses={200: S.PhaseSerializer})
+    def post(self, request, pk):
+        """Open the round's attack phase now (its deadline stays); the anonymization phase must be closed."""
+        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        self.organized(request, rnd.contest)
+        return Response(S.PhaseSerializer(schedule.open_attack_now(rnd, user=request.user)).data)
 
 
 class RoundAdd(_OrganizerCommand):

@@ -233,15 +233,3 @@ def close_phase_now(phase: Phase, *, user=None):
         audit.record("close_phase", contest=contest, actor=user, obj=phase, round=phase.round.number,
                      kind=phase.kind)
         return results.request_results(contest, user=user)
-
-
-def close_due_phases(now=None) -> int:
-    """Queue the close of every anonymization phase past its deadline and not yet closed."""
-    now = now or timezone.now()
-    n = 0
-    for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
-        if not close_queued(phase.round_id):
-            with transaction.atomic():
-                request_close(phase.round)
-            n += 1
-    return n

@@ -37,12 +37,12 @@ from contest.models import (
     Round,
     Team,
 )
-from contest.services import audit, bundles, jobs, judge, results, setup, teams
+from contest.services import audit, bundles, jobs, judge, results, schedule, setup, teams
 from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 
 from .common import contest_state, get_contest, page, require_organizer
-from .forms import ContestForm, ContestYamlForm, RoundForm, TeamForm
+from .forms import ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
 
 
 def _organizer_contest(request, slug) -> Contest:
@@ -127,7 +127,9 @@ def console_contest(request, slug):
         rounds.append({
             "round": r, "n_datasets": n_datasets, "gen_job": gen_job, "close_job": close_job,
             "phases": [{"phase": p, "open": p.is_open(now), "opens": p.opens_at.astimezone(contest.tz),
-                        "closes": p.closes_at.astimezone(contest.tz)} for p in r.phases.order_by("opens_at")],
+                        "closes": p.closes_at.astimezone(contest.tz), "form": _schedule_form(contest, p),
+                        "can_open_now": p.kind == Phase.ATTACK and p.closed_at is None and p.opens_at > now
+                        and bool(anon and anon.closed_at)} for p in r.phases.order_by("opens_at")],
             "anon_closed": bool(anon and anon.closed_at),
             "n_uploads": AnonymizedSet.objects.filter(dataset__round=r).count(),
             "n_public": PublicSet.objects.filter(dataset__round=r).count(),
@@ -145,6 +147,14 @@ def console_contest(request, slug):
            "published": contest.results_published_at is not None,
            "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
+
+
+def _schedule_form(contest, phase) -> PhaseScheduleForm:
+    """The phase's window form, filled with its times in the contest's time zone."""
+    fmt = "%Y-%m-%dT%H:%M"
+    return PhaseScheduleForm(prefix=f"p{phase.pk}", auto_id=f"id_p{phase.pk}_%s", initial={
+        "opens_at": phase.opens_at.astimezone(contest.tz).strftime(fmt),
+        "closes_at": phase.closes_at.astimezone(contest.tz).strftime(fmt)})
 
 
 def _back(slug, anchor=""):
@@ -231,6 +241,51 @@ def close_phase(request, slug, phase_id):
         return redirect("web:console_job", slug, job.pk)
     messages.success(request, _("The attack phase of %(round)s is closed; results are being computed (job %(job)s).")
                      % {"round": phase.round.name, "job": job.pk})
+    return _back(slug, "#rounds")
+
+
+@login_required
+@require_POST
+def reschedule_phase(request, slug, phase_id):
+    """Move a phase's window (the form's times are in the contest's time zone)."""
+    contest = _organizer_contest(request, slug)
+    phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=phase_id, round__contest=contest)
+    with timezone.override(contest.tz):
+        form = PhaseScheduleForm(request.POST, prefix=f"p{phase.pk}")
+        valid = form.is_valid()
+    if not valid:
+        for field, errors in form.errors.items():
+            messages.error(request, f"{form.fields[field].label if field in form.fields else ''}: {' '.join(errors)}")
+        return _back(slug, "#rounds")
+    # The form shows minutes: a time left as shown keeps its exact stored value (seconds included).
+    times = {k: None if form.cleaned_data[k] == getattr(phase, k).replace(second=0, microsecond=0)
+             else form.cleaned_data[k] for k in ("opens_at", "closes_at")}
+    if not any(times.values()):
+        messages.info(request, _("Nothing changed."))
+        return _back(slug, "#rounds")
+    try:
+        phase = schedule.reschedule_phase(phase, user=request.user, **times)
+    except schedule.ScheduleError as exc:
+        messages.error(request, _("The phase was not changed: %(reason)s.") % {"reason": exc})
+        return _back(slug, "#rounds")
+    messages.success(request, _("The %(kind)s phase of %(round)s now runs from %(opens)s to %(closes)s.") % {
+        "kind": phase.get_kind_display(), "round": phase.round.name,
+        "opens": phase.local(phase.opens_at).strftime("%Y-%m-%d %H:%M %Z"),
+        "closes": phase.local(phase.closes_at).strftime("%Y-%m-%d %H:%M %Z")})
+    return _back(slug, "#rounds")
+
+
+@login_required
+@require_POST
+def open_attack(request, slug, round_id):
+    contest = _organizer_contest(request, slug)
+    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    try:
+        schedule.open_attack_now(rnd, user=request.user)
+    except schedule.ScheduleError as exc:
+        messages.error(request, _("The attack phase was not opened: %(reason)s.") % {"reason": exc})
+    else:
+        messages.success(request, _("The attack phase of %(round)s is open.") % {"round": rnd.name})
     return _back(slug, "#rounds")
 
 

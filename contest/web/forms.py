@@ -151,5 +151,12 @@ class RoundForm(forms.Form):
         return d
 
 
+class PhaseScheduleForm(forms.Form):
+    """A phase's new window, in the contest's time zone (the service checks the order against the other phase)."""
+
+    opens_at = forms.DateTimeField(label=_("Opens"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+    closes_at = forms.DateTimeField(label=_("Closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
+
+
 class TeamForm(forms.Form):
     name = forms.CharField(label=_("Team name"), max_length=100)

@@ -1,0 +1,137 @@
+"""The organizer steers the calendar: move or extend a phase, open the attack phase early, close due phases.
+
+Every change is one audited service call shared by the console, the API and
+commands, and refuses an impossible order with a message that says why:
+a phase that would close before it opens, an anonymization phase that would
+still be open when the attack phase opens, reopening an anonymization phase
+whose sets are already pseudonymized, moving a phase of a round whose results
+are published. Uploads are checked against the phase rows under the phase's
+lock (``uploads.lock_phase``), so a new deadline takes effect for the next
+upload at once.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from contest.models import Phase, PublicSet, Round
+from contest.services import audit, judge, results
+
+
+class ScheduleError(ValueError):
+    """An impossible calendar change; the message says why (shown to the organizer as it is)."""
+
+
+def _fmt(phase: Phase, dt: datetime) -> str:
+    return phase.local(dt).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _locked_phases(round_: Round) -> dict[str, Phase]:
+    return {p.kind: p for p in Phase.objects.select_for_update().filter(round=round_).select_related("round__contest")}
+
+
+def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_at: datetime | None = None,
+                     user=None, now: datetime | None = None) -> Phase:
+    """Move ``phase``'s opening and/or deadline (extend it, shorten it, reopen a closed attack phase).
+
+    Refuses (:class:`ScheduleError`): a close not after the opening; a deadline
+    already past for a phase still to be closed (use "close now"); any change to
+    an anonymization phase that is closed or being closed (its sets are
+    frozen and pseudonymized); an anonymization phase that would close after
+    the attack phase opens, or an attack phase that would open before the
+    anonymization phase closes; a change after the contest's results were
+    published.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        phases = _locked_phases(phase.round)
+        phase = phases[phase.kind]
+        round_ = phase.round
+        kind = phase.get_kind_display()
+        new_open, new_close = opens_at or phase.opens_at, closes_at or phase.closes_at
+        if new_close <= new_open:
+            raise ScheduleError(f"the {kind} phase would close ({_fmt(phase, new_close)}) before it opens "
+                                f"({_fmt(phase, new_open)})")
+        if round_.contest.results_published_at is not None:
+            raise ScheduleError("the results are published; unpublish them before changing the calendar")
+        if phase.kind == Phase.ANONYMIZATION:
+            if phase.closed_at is not None or PublicSet.objects.filter(dataset__round=round_).exists():
+                raise ScheduleError(f"the anonymization phase of {round_.name} is closed and its sets are already "
+                                    "pseudonymized; it cannot be reopened or moved")
+            if judge.close_queued(round_.pk):
+                raise ScheduleError(f"the anonymization phase of {round_.name} is being closed")
+        if new_close <= now and (phase.closed_at is None or new_close != phase.closes_at):
+            raise ScheduleError(f"the new deadline {_fmt(phase, new_close)} is already past; "
+                                "to end the phase now use \"Close now\"")
+        anon, attack = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
+        if phase.kind == Phase.ANONYMIZATION and attack and attack.closed_at is None and new_close > attack.opens_at:
+            raise ScheduleError(f"the attack phase opens at {_fmt(phase, attack.opens_at)}, before the anonymization "
+                                f"phase would close ({_fmt(phase, new_close)}); move the attack phase first")
+        if phase.kind == Phase.ATTACK and anon and new_open < anon.closes_at:
+            raise ScheduleError(f"the anonymization phase closes at {_fmt(phase, anon.closes_at)}; the attack phase "
+                                f"cannot open before that ({_fmt(phase, new_open)})")
+        before = {"opens_at": phase.opens_at.isoformat(), "closes_at": phase.closes_at.isoformat(),
+                  "closed_at": phase.closed_at.isoformat() if phase.closed_at else None}
+        reopen = phase.kind == Phase.ATTACK and phase.closed_at is not None and new_close > now
+        Phase.objects.filter(pk=phase.pk).update(opens_at=new_open, closes_at=new_close,
+                                                 **({"closed_at": None} if reopen else {}))
+        audit.record("reschedule_phase", contest=round_.contest, actor=user, obj=phase, round=round_.number,
+                     kind=phase.kind, before=before, opens_at=new_open.isoformat(), closes_at=new_close.isoformat(),
+                     reopened=reopen)
+    phase.refresh_from_db()
+    return phase
+
+
+def open_attack_now(round_: Round, *, user=None, now: datetime | None = None) -> Phase:
+    """Open ``round_``'s attack phase now (its deadline stays), once the anonymization phase is closed.
+
+    Refuses while the anonymization phase is open or still being closed (the
+    targets are not pseudonymized yet), and when the attack phase is already
+    open or closed.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        phases = _locked_phases(round_)
+        anon, attack = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
+        if attack is None:
+            raise ScheduleError(f"{round_.name} has no attack phase")
+        if anon is None or anon.closed_at is None or not PublicSet.objects.filter(dataset__round=round_).exists():
+            raise ScheduleError(f"the anonymization phase of {round_.name} is not closed yet (its sets are not "
+                                "pseudonymized); close it first")
+        if attack.closed_at is not None:
+            raise ScheduleError(f"the attack phase of {round_.name} is already closed")
+        if attack.opens_at <= now:
+            raise ScheduleError(f"the attack phase of {round_.name} is already open")
+        Phase.objects.filter(pk=attack.pk).update(opens_at=now)
+        audit.record("open_attack_now", contest=round_.contest, actor=user, obj=attack, round=round_.number,
+                     planned_opening=attack.opens_at.isoformat())
+    attack.refresh_from_db()
+    return attack
+
+
+def close_due_phases(now: datetime | None = None) -> int:
+    """The sweep's part: close every phase past its deadline (returns how many).
+
+    An anonymization phase gets the judge's close (freeze, pseudonymize,
+    judge attacks) queued; an attack phase is marked closed at its deadline and
+    the results are recomputed (still embargoed until published).
+    """
+    now = now or timezone.now()
+    n = 0
+    for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
+        if not judge.close_queued(phase.round_id):
+            with transaction.atomic():
+                judge.request_close(phase.round)
+            n += 1
+    for phase in Phase.objects.filter(kind=Phase.ATTACK, closed_at__isnull=True,
+                                      closes_at__lte=now).select_related("round__contest"):
+        with transaction.atomic():
+            if Phase.objects.filter(pk=phase.pk, closed_at__isnull=True).update(closed_at=phase.closes_at):
+                audit.record("close_phase", contest=phase.round.contest, obj=phase, round=phase.round.number,
+                             kind=phase.kind, by="deadline")
+                results.request_results(phase.round.contest)
+                n += 1
+    return n
+
