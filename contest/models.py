@@ -162,7 +162,8 @@ class Round(models.Model):
     contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField(help_text="order of the round, 1-based")
     name = models.CharField(max_length=100)
-    weight = models.FloatField(default=1.0)
+    # No default here: the setup service applies the rule (scoring.results.default_round_weight: 0.1, 0.9).
+    weight = models.FloatField(help_text="in the weighted total; 2019 rule: preliminary 0.1, final 0.9")
     ref_days = models.PositiveIntegerField(default=20)
     org_days = models.PositiveIntegerField(default=20)
     # Filled by data generation (SPEC 8.2): the synthesizer model used, the

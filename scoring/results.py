@@ -399,6 +399,23 @@ def _standings(order, key, value, times) -> tuple[Standing, ...]:
                  for i, t in enumerate(order))
 
 
+#: The 2019 rule's round weights (SPEC 8.1, 9, 12): the preliminary round 0.1, the final round 0.9.
+PRELIMINARY_WEIGHT, FINAL_WEIGHT = 0.1, 0.9
+
+
+def default_round_weight(number: int, n_rounds: int | None = None) -> float:
+    """The weight of round ``number`` (1-based) when the organizer names none.
+
+    The 2019 rule: round 1 is the preliminary (0.1), every later round is final
+    (0.9). A contest known to have a single round (``n_rounds == 1``) weighs it
+    1.0, so its total is that round's value. Contests with more than two rounds
+    should name their weights; the defaults still follow the rule round by round.
+    """
+    if n_rounds == 1:
+        return 1.0
+    return PRELIMINARY_WEIGHT if number == 1 else FINAL_WEIGHT
+
+
 #: Name of the weighted-total leaderboard in :attr:`Results.leaderboards`.
 LEADERBOARD_TOTAL = "total"
 

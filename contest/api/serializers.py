@@ -196,7 +196,8 @@ class RoundCreateSerializer(serializers.Serializer):
     """A new round: name, weight, day counts and both phase windows (ISO 8601 with offset)."""
 
     name = serializers.CharField(max_length=100)
-    weight = serializers.FloatField(min_value=0.0, default=1.0)
+    weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None,
+                                    help_text="omitted: the 2019 rule (round 1 0.1, later rounds 0.9)")
     ref_days = serializers.IntegerField(min_value=1, default=20)
     org_days = serializers.IntegerField(min_value=1, default=20)
     anonymization_opens = serializers.DateTimeField()

@@ -48,6 +48,7 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
 from contest.services import audit
+from scoring.results import default_round_weight
 from synth.methods import check_synthesizer_params
 
 SUPPORTED_VERSIONS = (1,)
@@ -159,7 +160,8 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
         phases = {kind: (parse_time(w["opens"], tz, now), parse_time(w["closes"], tz, now))
                   for kind, w in (r.get("phases") or {}).items()}
         _create_round(contest, number=int(r.get("number", i + 1)), name=r.get("name") or f"Round {i + 1}",
-                      weight=float(r.get("weight", 1.0)), ref_days=int(r.get("ref_days", 20)),
+                      weight=_weight(r, int(r.get("number", i + 1)), len(rounds), f"rounds[{i}]"),
+                      ref_days=int(r.get("ref_days", 20)),
                       org_days=int(r.get("org_days", 20)), phases=phases, where=f"rounds[{i}]")
     for i, t in enumerate(spec.get("teams") or []):
         team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
@@ -184,12 +186,30 @@ def _create_round(contest, *, number, name, weight, ref_days, org_days, phases, 
     return rnd
 
 
-def add_round(contest, *, name: str, weight: float, ref_days: int, org_days: int, phases: dict,
+def _weight(r: dict, number: int, n_rounds: int | None, where: str) -> float:
+    """A round's weight from its spec, or the 2019 rule's when it names none (``default_round_weight``)."""
+    if r.get("weight") is None:
+        return default_round_weight(number, n_rounds)
+    try:
+        weight = float(r["weight"])
+    except (TypeError, ValueError):
+        raise SetupError(f"{where}.weight: expected a number between 0 and 1, got {r['weight']!r}") from None
+    if not 0.0 <= weight <= 1.0:
+        raise SetupError(f"{where}.weight: expected a number between 0 and 1, got {weight}")
+    return weight
+
+
+def add_round(contest, *, name: str, weight: float | None, ref_days: int, org_days: int, phases: dict,
               actor=None) -> Round:
-    """Append a round (the next number) with its phase windows ``{kind: (opens, closes)}``."""
+    """Append a round (the next number) with its phase windows ``{kind: (opens, closes)}``.
+
+    ``weight`` None: the 2019 rule's for the round's number (a round added after
+    the first is a final round: 0.9).
+    """
     with transaction.atomic():
         number = (contest.rounds.order_by("-number").values_list("number", flat=True).first() or 0) + 1
-        rnd = _create_round(contest, number=number, name=name, weight=float(weight), ref_days=int(ref_days),
+        weight = _weight({"weight": weight}, number, None, f"round {number}")
+        rnd = _create_round(contest, number=number, name=name, weight=weight, ref_days=int(ref_days),
                             org_days=int(org_days), phases=phases, where=f"round {number}")
         audit.record("add_round", contest=contest, actor=actor, obj=rnd, round=number, name=rnd.name)
     return rnd

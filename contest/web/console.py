@@ -40,6 +40,7 @@ from contest.models import (
 from contest.services import audit, bundles, jobs, judge, results, schedule, setup, teams
 from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
+from scoring.results import default_round_weight
 
 from .common import contest_state, get_contest, page, require_organizer
 from .forms import ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
@@ -59,7 +60,8 @@ def console_home(request):
     contests = [c for c in Contest.objects.order_by("-created_at") if permissions.is_organizer(request.user, c)]
     rows = [{"contest": c, "state": contest_state(c)} for c in contests]
     form = ContestForm(prefix="c")
-    round_form = RoundForm(prefix="r", initial={"name": _("Final"), "weight": 1.0})
+    # The 2019 shape: a preliminary round (0.1) now, the final round (0.9) added from the contest's console.
+    round_form = RoundForm(prefix="r", initial={"name": _("Preliminary"), "weight": default_round_weight(1)})
     yaml_form = ContestYamlForm(prefix="y")
     if request.method == "POST":
         if request.POST.get("mode") == "yaml":
@@ -141,7 +143,9 @@ def console_contest(request, slug):
     active_jobs = contest.jobs.filter(status__in=(Job.QUEUED, Job.RUNNING)).count()
     failed_jobs = contest.jobs.filter(status=Job.FAILED).count()
     with timezone.override(contest.tz):
-        round_form = RoundForm(prefix="r", initial={"name": _("Round %(n)s") % {"n": contest.rounds.count() + 1}})
+        number = contest.rounds.count() + 1
+        round_form = RoundForm(prefix="r", initial={"name": _("Final") if number == 2 else _("Round %(n)s") % {"n": number},
+                                                    "weight": default_round_weight(number)})
     ctx = {"rounds": rounds, "teams": teams, "snapshots": snapshots, "state": contest_state(contest, now),
            "active_jobs": active_jobs, "failed_jobs": failed_jobs, "round_form": round_form, "team_form": TeamForm(),
            "published": contest.results_published_at is not None,

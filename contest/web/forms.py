@@ -132,7 +132,9 @@ class ContestForm(forms.ModelForm):
 
 class RoundForm(forms.Form):
     name = forms.CharField(label=_("Round name"), max_length=100)
-    weight = forms.FloatField(label=_("Weight"), min_value=0.0, max_value=1.0, initial=0.9)
+    weight = forms.FloatField(label=_("Weight"), min_value=0.0, max_value=1.0, required=False,
+                              help_text=_("2019 rule: preliminary round 0.1, final round 0.9 (left empty: by the "
+                                          "round's number)"))
     ref_days = forms.IntegerField(label=_("Reference days"), min_value=1, initial=20)
     org_days = forms.IntegerField(label=_("Original days"), min_value=1, initial=20)
     anonymization_opens = forms.DateTimeField(label=_("Anonymization opens"),
