@@ -95,13 +95,15 @@ def train_model(method: str, traces: Traces, grid: Grid, *, slots_per_day: int, 
 # ---------------------------------------------------------------------------
 # Contest parameters
 # ---------------------------------------------------------------------------
-def _int(lo, hi=None):
+def int_check(lo, hi=None):
+    """(check, what is expected) of an integer parameter in [lo, hi] (also for ``contest.services.parameters``)."""
     def ok(v):
         return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
     return ok, f"an integer in [{lo}, {hi}]" if hi is not None else f"an integer >= {lo}"
 
 
-def _num(lo, hi, *, open_lo=False):
+def number_check(lo, hi, *, open_lo=False):
+    """(check, what is expected) of a finite number in [lo, hi] (or (lo, hi] with ``open_lo``)."""
     def ok(v):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v):
             return False
@@ -109,41 +111,43 @@ def _num(lo, hi, *, open_lo=False):
     return ok, f"a number in {'(' if open_lo else '['}{lo}, {hi}]"
 
 
-def _choice(*values):
+def choice_check(*values):
+    """(check, what is expected) of a parameter taking one of ``values``."""
     return (lambda v: v in values), f"one of {', '.join(values)}"
 
 
 _COMMON = {
-    "city_seed": _int(0),
-    "train_users": _int(2, 100_000),
-    "train_days": _int(1, 365),
-    "pool_days": ((lambda v: v is None or _int(1)[0](v)), "an integer >= 1 (at least the round's reference + "
+    "city_seed": int_check(0),
+    "train_users": int_check(2, 100_000),
+    "train_days": int_check(1, 365),
+    "pool_days": ((lambda v: v is None or int_check(1)[0](v)), "an integer >= 1 (at least the round's reference + "
                                                            "original days)"),
-    "day_split": _choice("chronological", "random"),
+    "day_split": choice_check("chronological", "random"),
     "options": ((lambda v: isinstance(v, dict)), "a mapping of the method's generation options"),
 }
 #: Per method: training parameters (with checks) and generation options (with checks; ``None``:
 #: any keyword of the synthesizer's constructor, checked by it).
 SCHEMAS = {
     "ppmtf": dict(
-        training={"K": _int(1, 256), "sweeps": _int(1, 1000),
-                  "lead_minutes": (_int(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
+        training={"K": int_check(1, 256), "sweeps": int_check(1, 1000),
+                  "lead_minutes": (int_check(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
                                                      "length)"),
-                  "tail_minutes": (_int(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
+                  "tail_minutes": (int_check(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
                                                      "length)")},
         options=None),
     "sglt": dict(
-        training={"periods": _int(1, 48), "clusters": _int(1, 10_000), "partners": _int(1, 10_000),
-                  "alt_fraction": _num(0, 0.9), "eps": _num(0, 1e6, open_lo=True)},
-        options={"par_c": _num(0, 1), "par_l": _num(0, 1), "par_m": _num(0, 1), "par_v": _num(1, 1e6),
-                 "par_s": _num(0, 1), "par_i": _num(0, 1), "par_d": _num(0, 1), "k": _int(1, 1000),
-                 "max_tries": _int(1, 1000), "width": _int(1, 1024), "pd_candidates": _int(1, 100_000)}),
+        training={"periods": int_check(1, 48), "clusters": int_check(1, 10_000), "partners": int_check(1, 10_000),
+                  "alt_fraction": number_check(0, 0.9), "eps": number_check(0, 1e6, open_lo=True)},
+        options={"par_c": number_check(0, 1), "par_l": number_check(0, 1), "par_m": number_check(0, 1),
+                 "par_v": number_check(1, 1e6), "par_s": number_check(0, 1), "par_i": number_check(0, 1),
+                 "par_d": number_check(0, 1), "k": int_check(1, 1000),
+                 "max_tries": int_check(1, 1000), "width": int_check(1, 1024), "pd_candidates": int_check(1, 100_000)}),
     "coloc": dict(
-        training={"eps1": _num(0, 1e6, open_lo=True), "eps2": _num(0, 1e6, open_lo=True),
-                  "eps3": _num(0, 1e6, open_lo=True), "c": _int(1, 10_000), "c_trans": _int(1, 10_000),
-                  "mechanism": _choice(*coloc.MECHANISMS), "hierarchy": _choice("blocks", "categories"),
-                  "successors": _int(1, 1024), "min_meetings": _int(1, 10_000)},
-        options={"theta": _int(0, 10_000_000), "par_v": _num(1, 1e6), "max_rounds": _int(1, 100_000)}),
+        training={"eps1": number_check(0, 1e6, open_lo=True), "eps2": number_check(0, 1e6, open_lo=True),
+                  "eps3": number_check(0, 1e6, open_lo=True), "c": int_check(1, 10_000), "c_trans": int_check(1, 10_000),
+                  "mechanism": choice_check(*coloc.MECHANISMS), "hierarchy": choice_check("blocks", "categories"),
+                  "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000)},
+        options={"theta": int_check(0, 10_000_000), "par_v": number_check(1, 1e6), "max_rounds": int_check(1, 100_000)}),
 }
 # The city's people without training rehearse a PPMTF+ contest: its parameters are checked as PPMTF+'s.
 SCHEMAS["city"] = SCHEMAS["ppmtf"]

@@ -47,15 +47,11 @@ from django.utils import timezone
 
 from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
-from contest.services import audit
+from contest.services import audit, parameters
 from scoring.results import default_round_weight
-from synth.methods import check_synthesizer_params
 
 SUPPORTED_VERSIONS = (1,)
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
-_CONTEST_FIELDS = {f.name for f in Contest._meta.get_fields() if getattr(f, "concrete", False)} - {
-    "id", "slug", "name", "description", "created_at", "results_published_at"}
-
 
 class SetupError(ValueError):
     """A contest file that cannot be used; the message names the key and the problem."""
@@ -125,20 +121,11 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     if Contest.objects.filter(slug=c["slug"]).exists():
         raise SetupError(f"contest: a contest with slug {c['slug']!r} already exists")
     params = dict(c.get("parameters") or {})
-    unknown = sorted(set(params) - _CONTEST_FIELDS - {"organizers"})
-    if unknown:
-        raise SetupError(f"contest.parameters: unknown parameter(s) {unknown}; known: {sorted(_CONTEST_FIELDS)}")
-    try:
-        tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise SetupError(f"contest.parameters.time_zone: unknown time zone {params.get('time_zone')!r}") from None
-    if "synthesizer" in params or "synthesizer_params" in params:
-        problems = check_synthesizer_params(params.get("synthesizer_params", {}),
-                                            params.get("synthesizer", "ppmtf"))
-        if problems:
-            raise SetupError("; ".join(
-                f"contest.parameters.{'' if key == 'synthesizer' else 'synthesizer_params.'}{key}: "
-                f"expected {expected}, got {value!r}" for key, value, expected in problems))
+    params.pop("organizers", None)
+    found = parameters.problems(params)  # the one check of contest parameters (console and API alike)
+    if found:
+        raise SetupError("; ".join(parameters.describe(p, "contest.parameters.") for p in found))
+    tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
     for key in ("freeze_at",):
         if params.get(key) is not None:
             params[key] = parse_time(params[key], tz, now)

@@ -143,7 +143,11 @@ def contest_state(contest: Contest, now: datetime | None = None) -> ContestState
     upcoming = [p for p in phases if p.opens_at > now and p.closed_at is None]
     next_phase = upcoming[0] if upcoming else None
     published = contest.snapshots.filter(published=True).exists()
-    if open_phase:
+    if open_phase and open_phase.kind == Phase.ANONYMIZATION and open_phase.round.generated_at is None:
+        # open on the calendar, but there is nothing to anonymize until the round's data is generated
+        label = _("%(phase)s: waiting for the data") % {"phase": phase_label(open_phase)}
+        deadline, deadline_label = open_phase.closes_at, _("%(phase)s closes in") % {"phase": phase_label(open_phase)}
+    elif open_phase:
         label = _("%(phase)s is open") % {"phase": phase_label(open_phase)}
         deadline, deadline_label = open_phase.closes_at, _("%(phase)s closes in") % {"phase": phase_label(open_phase)}
     elif next_phase:

@@ -9,7 +9,8 @@ from django.contrib.auth.forms import UserCreationForm
 from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
-from synth.methods import CONTEST_SYNTHESIZERS, check_synthesizer_params
+from contest.services import parameters
+from synth.methods import CONTEST_SYNTHESIZERS
 
 
 class SignUpForm(UserCreationForm):
@@ -122,11 +123,14 @@ class ContestForm(forms.ModelForm):
         params = data.get("synthesizer_params")
         if params is None:
             params = data["synthesizer_params"] = {}
-        if "synthesizer" in data and "synthesizer_params" not in self.errors:
-            problems = check_synthesizer_params(params, data["synthesizer"])
-            for key, value, expected in problems:
-                self.add_error("synthesizer_params", _("%(key)s: expected %(expected)s, got %(value)s")
-                               % {"key": key, "expected": expected, "value": repr(value)})
+        # The contest file's and the API's check (contest.services.parameters), on what the form parsed.
+        given = {k: v for k, v in data.items() if k in parameters.PARAMETERS and k not in self.errors}
+        for field, value, expected in parameters.problems(given):
+            target = field.split(".")[0] if field.split(".")[0] in self.fields else None
+            if target and target in self.errors:
+                continue
+            self.add_error(target, _("%(key)s: expected %(expected)s, got %(value)s")
+                           % {"key": field, "expected": expected, "value": repr(value)})
         return data
 
 

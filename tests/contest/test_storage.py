@@ -120,7 +120,7 @@ def test_create_contest_from_yaml_file():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda s: s.update(version=2), "version"),
-    (lambda s: s["contest"]["parameters"].update(bogus=1), "unknown parameter"),
+    (lambda s: s["contest"]["parameters"].update(bogus=1), "expected a known contest parameter"),
     (lambda s: s["contest"]["parameters"].update(time_zone="Mars/Olympus"), "time zone"),
     (lambda s: s["contest"]["parameters"].update(synthesizer_params={"day_split": "shuffled"}),
      r"synthesizer_params.day_split: expected one of chronological, random, got 'shuffled'"),
