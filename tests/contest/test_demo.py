@@ -122,3 +122,70 @@ def test_demo_serves_on_a_fresh_machine(tmp_path):
     # no child left behind: the worker's pid files / processes are gone
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert f"demo{proc.pid}@" not in ps
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` (children, grandchildren...), from /proc."""
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            for k in kids:
+                if k not in found:
+                    found.add(k)
+                    todo.append(k)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.integration
+def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
+    """SIGTERM to `make demo` (a service manager's stop): web, worker (with its pool) and beat all gone in 10 s."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
+    env.update(TRACECUP_VAR_DIR=str(tmp_path / "var"), PORT=str(port), PYTHONUNBUFFERED="1")
+    # PY: this interpreter; STAMP empty: the environment is already installed
+    make = subprocess.Popen(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines = []
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            line = make.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Ctrl-C stops" in line:
+                break
+        assert any("Ctrl-C stops" in line for line in lines), "".join(lines)
+        for _ in range(60):  # the worker forks its pool children after it starts
+            everything = _descendants(make.pid)
+            if len(everything) >= 6:  # manage.py demo, web, worker + 2 pool children, beat
+                break
+            time.sleep(0.5)
+        assert len(everything) >= 6, everything
+        t0 = time.monotonic()
+        make.send_signal(signal.SIGTERM)  # to make only, as `kill PID` would
+        out, _ = make.communicate(timeout=30)
+        left = everything
+        while left and time.monotonic() - t0 < 10:
+            left = {p for p in left if _alive(p)}
+            time.sleep(0.2)
+        assert not left, f"still running 10 s after SIGTERM: {left}"
+        assert "stopped web, worker and beat" in out, out[-2000:]
+    finally:
+        try:
+            os.killpg(make.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -40,8 +40,50 @@ def demo_logins(path: Path = DEMO_YAML) -> list[tuple[str, str, str]]:
     return out
 
 
+#: How long web, worker and beat get to stop after SIGTERM before their process groups are killed; the
+#: worker's warm shutdown would otherwise wait for its running jobs (the sweep requeues them later).
+STOP_GRACE_SECONDS = 6.0
+
+
+class _Stop(Exception):
+    """Raised in the main thread by SIGTERM / SIGHUP."""
+
+
+def _raise_stop(signum, frame):
+    raise _Stop(signum)
+
+
+def stop_process_groups(procs: list[subprocess.Popen], grace: float) -> None:
+    """SIGTERM each process's group, wait up to ``grace`` seconds in all, then SIGKILL the groups left.
+
+    Whole groups, because the worker's pool children and runserver's threads
+    must go with their parents.
+    """
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for p in procs:
+        try:
+            p.wait(max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            pass
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)  # also pool children whose parent already exited
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(3)
+        except subprocess.TimeoutExpired:
+            pass
+
+
 class Command(BaseCommand):
-    help = "Set up the demo contest and run web + worker + beat until Ctrl-C."
+    help = "Set up the demo contest and run web + worker + beat until Ctrl-C or SIGTERM."
 
     def add_arguments(self, parser):
         parser.add_argument("--no-serve", action="store_true", help="only set up the demo data, start nothing")
@@ -86,6 +128,8 @@ class Command(BaseCommand):
         procs = {}
         log_dir = Path(settings.VAR_DIR) / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
+        # SIGTERM (a service manager, `kill`, make passing it on) stops everything like Ctrl-C does.
+        previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
             for name, cmd in cmds.items():
                 log = open(log_dir / f"demo-{name}.log", "a")
@@ -100,15 +144,13 @@ class Command(BaseCommand):
                         self.stderr.write(f"{name} exited with {p.returncode}; see {log_dir}/demo-{name}.log")
                         return
                 time.sleep(0.5)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Stop):
             self.stdout.write("stopping ...")
         finally:
-            for p in procs.values():
-                if p.poll() is None:
-                    p.send_signal(signal.SIGTERM)
-            for p in procs.values():
-                try:
-                    p.wait(20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C or SIGTERM must not interrupt the stopping
+            stop_process_groups(list(procs.values()), grace=STOP_GRACE_SECONDS)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             self.stdout.write("stopped web, worker and beat")
