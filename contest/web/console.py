@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import zoneinfo
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import FileResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -315,20 +317,69 @@ def results_action(request, slug, action):
 
 
 # ---------------------------------------------------------------- jobs
-def _job_rows(contest, status=None, limit=200):
+#: Jobs per page of the console's job list.
+JOBS_PER_PAGE = 50
+
+
+def _job_filters(request, contest) -> dict:
+    """The job list's filters from the query string: status, kind and team (invalid values are ignored)."""
+    status = request.GET.get("status") or ""
+    kind = request.GET.get("kind") or ""
+    team = request.GET.get("team") or ""
+    return {"status": status if status in dict(Job.STATUSES) else "",
+            "kind": kind if kind in jobs.KINDS else "",
+            "team": team if team.isdigit() and contest.teams.filter(number=int(team)).exists() else ""}
+
+
+def _team_jobs(qs, contest, number: int):
+    """The jobs about team ``number``'s uploads: its anonymized sets, its attacks, its public sets."""
+    def ids(model, **team):
+        return list(model.objects.filter(**team).values_list("pk", flat=True))
+    return qs.filter(
+        Q(args__anonymized_set_id__in=ids(AnonymizedSet, dataset__round__contest=contest, team__number=number))
+        | Q(args__attack_id__in=ids(Attack, target__dataset__round__contest=contest, attacker__number=number))
+        | Q(args__public_set_id__in=ids(PublicSet, dataset__round__contest=contest, dataset__team__number=number)))
+
+
+def _job_page(request, contest):
+    """(the page of jobs, the filters): newest first, filtered, ``JOBS_PER_PAGE`` a page, each with its team."""
+    filters = _job_filters(request, contest)
     qs = contest.jobs.order_by("-created_at", "-id")
-    if status:
-        qs = qs.filter(status=status)
-    return list(qs[:limit])
+    if filters["status"]:
+        qs = qs.filter(status=filters["status"])
+    if filters["kind"]:
+        qs = qs.filter(kind=filters["kind"])
+    if filters["team"]:
+        qs = _team_jobs(qs, contest, int(filters["team"]))
+    page_obj = Paginator(qs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    _attach_teams(contest, page_obj.object_list)
+    return page_obj, filters
+
+
+def _attach_teams(contest, rows) -> None:
+    """Set ``job.team`` (a Team or None) on each job from its arguments, with three queries in all."""
+    ids = {key: {j.args.get(key) for j in rows if j.args.get(key)} for key in
+           ("anonymized_set_id", "attack_id", "public_set_id")}
+    by = {
+        "anonymized_set_id": {a.pk: a.team for a in AnonymizedSet.objects.filter(pk__in=ids["anonymized_set_id"])
+                              .select_related("team")},
+        "attack_id": {a.pk: a.attacker for a in Attack.objects.filter(pk__in=ids["attack_id"]).select_related("attacker")},
+        "public_set_id": {p.pk: p.dataset.team for p in PublicSet.objects.filter(pk__in=ids["public_set_id"])
+                          .select_related("dataset__team")},
+    }
+    for job in rows:
+        job.team = next((by[key].get(job.args[key]) for key in by if job.args.get(key)), None)
 
 
 @login_required
 def console_jobs(request, slug):
     contest = _organizer_contest(request, slug)
-    status = request.GET.get("status") or ""
-    rows = _job_rows(contest, status or None)
-    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in rows)
-    ctx = {"jobs": rows, "status": status, "statuses": [s for s, _l in Job.STATUSES], "active": active,
+    page_obj, filters = _job_page(request, contest)
+    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
+    query = urlencode({k: v for k, v in filters.items() if v})
+    ctx = {"jobs": page_obj.object_list, "page_obj": page_obj, "filters": filters, "query": query,
+           "statuses": [s for s, _l in Job.STATUSES], "kinds": sorted(jobs.KINDS),
+           "teams": contest.teams.order_by("number"), "active": active,
            "auto_refresh": 3 if active else None}
     return page(request, "web/console_jobs.html", ctx, contest=contest, nav="console", sub="console")
 
@@ -336,10 +387,10 @@ def console_jobs(request, slug):
 @login_required
 def console_jobs_table(request, slug):
     contest = _organizer_contest(request, slug)
-    status = request.GET.get("status") or ""
-    rows = _job_rows(contest, status or None)
-    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in rows)
-    html = render_to_string("web/_jobs_table.html", {"contest": contest, "jobs": rows, "status": status}, request=request)
+    page_obj, _filters = _job_page(request, contest)
+    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
+    html = render_to_string("web/_jobs_table.html", {"contest": contest, "jobs": page_obj.object_list},
+                            request=request)
     return JsonResponse({"finished": not active, "html": html})
 
 
