@@ -24,7 +24,8 @@ class ScheduleError(ValueError):
     """An impossible calendar change; the message says why (shown to the organizer as it is)."""
 
 
-def _fmt(phase: Phase, dt: datetime) -> str:
+def local_time(phase: Phase, dt: datetime) -> str:
+    """``dt`` in the contest's time zone as the organizer reads it (``2019-11-20 17:00 JST``)."""
     return phase.local(dt).strftime("%Y-%m-%d %H:%M %Z")
 
 
@@ -52,8 +53,8 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
         kind = phase.get_kind_display()
         new_open, new_close = opens_at or phase.opens_at, closes_at or phase.closes_at
         if new_close <= new_open:
-            raise ScheduleError(f"the {kind} phase would close ({_fmt(phase, new_close)}) before it opens "
-                                f"({_fmt(phase, new_open)})")
+            raise ScheduleError(f"the {kind} phase would close ({local_time(phase, new_close)}) before it opens "
+                                f"({local_time(phase, new_open)})")
         if round_.contest.results_published_at is not None:
             raise ScheduleError("the results are published; unpublish them before changing the calendar")
         if phase.kind == Phase.ANONYMIZATION:
@@ -63,15 +64,15 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
             if judge.close_queued(round_.pk):
                 raise ScheduleError(f"the anonymization phase of {round_.name} is being closed")
         if new_close <= now and (phase.closed_at is None or new_close != phase.closes_at):
-            raise ScheduleError(f"the new deadline {_fmt(phase, new_close)} is already past; "
+            raise ScheduleError(f"the new deadline {local_time(phase, new_close)} is already past; "
                                 "to end the phase now use \"Close now\"")
         anon, attack = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
         if phase.kind == Phase.ANONYMIZATION and attack and attack.closed_at is None and new_close > attack.opens_at:
-            raise ScheduleError(f"the attack phase opens at {_fmt(phase, attack.opens_at)}, before the anonymization "
-                                f"phase would close ({_fmt(phase, new_close)}); move the attack phase first")
+            raise ScheduleError(f"the attack phase opens at {local_time(phase, attack.opens_at)}, before the anonymization "
+                                f"phase would close ({local_time(phase, new_close)}); move the attack phase first")
         if phase.kind == Phase.ATTACK and anon and new_open < anon.closes_at:
-            raise ScheduleError(f"the anonymization phase closes at {_fmt(phase, anon.closes_at)}; the attack phase "
-                                f"cannot open before that ({_fmt(phase, new_open)})")
+            raise ScheduleError(f"the anonymization phase closes at {local_time(phase, anon.closes_at)}; the attack phase "
+                                f"cannot open before that ({local_time(phase, new_open)})")
         before = {"opens_at": phase.opens_at.isoformat(), "closes_at": phase.closes_at.isoformat(),
                   "closed_at": phase.closed_at.isoformat() if phase.closed_at else None}
         reopen = phase.kind == Phase.ATTACK and phase.closed_at is not None and new_close > now

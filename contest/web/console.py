@@ -276,8 +276,7 @@ def reschedule_phase(request, slug, phase_id):
         return _back(slug, "#rounds")
     messages.success(request, _("The %(kind)s phase of %(round)s now runs from %(opens)s to %(closes)s.") % {
         "kind": phase.get_kind_display(), "round": phase.round.name,
-        "opens": phase.local(phase.opens_at).strftime("%Y-%m-%d %H:%M %Z"),
-        "closes": phase.local(phase.closes_at).strftime("%Y-%m-%d %H:%M %Z")})
+        "opens": schedule.local_time(phase, phase.opens_at), "closes": schedule.local_time(phase, phase.closes_at)})
     return _back(slug, "#rounds")
 
 

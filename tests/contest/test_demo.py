@@ -85,24 +85,30 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.mark.integration
-def test_demo_serves_on_a_fresh_machine(tmp_path):
+def _start_demo(cmd: list[str], tmp_path) -> tuple[subprocess.Popen, int]:
+    """Start ``cmd`` (the demo) on a private var dir and free port; return (process, port) once it serves."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
     env.update(TRACECUP_VAR_DIR=str(tmp_path / "var"), PORT=str(port), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "manage.py", "demo"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
     lines = []
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "Ctrl-C stops" in line:
+            return proc, port
+    os.killpg(proc.pid, signal.SIGKILL)
+    pytest.fail("the demo did not start:\n" + "".join(lines))
+
+
+@pytest.mark.integration
+def test_demo_serves_on_a_fresh_machine(tmp_path):
+    proc, port = _start_demo([sys.executable, "manage.py", "demo"], tmp_path)
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Ctrl-C stops" in line:
-                break
-        assert any("Ctrl-C stops" in l for l in lines), "".join(lines)
         body = None
         for _ in range(60):
             try:
@@ -152,23 +158,9 @@ def _alive(pid: int) -> bool:
 @pytest.mark.integration
 def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
     """SIGTERM to `make demo` (a service manager's stop): web, worker (with its pool) and beat all gone in 10 s."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env.update(TRACECUP_VAR_DIR=str(tmp_path / "var"), PORT=str(port), PYTHONUNBUFFERED="1")
     # PY: this interpreter; STAMP empty: the environment is already installed
-    make = subprocess.Popen(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines = []
+    make, _port = _start_demo(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], tmp_path)
     try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            line = make.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Ctrl-C stops" in line:
-                break
-        assert any("Ctrl-C stops" in line for line in lines), "".join(lines)
         for _ in range(60):  # the worker forks its pool children after it starts
             everything = _descendants(make.pid)
             if len(everything) >= 6:  # manage.py demo, web, worker + 2 pool children, beat
