@@ -174,6 +174,8 @@ class Round(models.Model):
     info_time = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     manifest = models.JSONField(default=dict, blank=True)
     generated_at = models.DateTimeField(null=True, blank=True)
+    results_published_at = models.DateTimeField(null=True, blank=True,
+                                                 help_text="when the results of this round were first published")
 
     class Meta:
         ordering = ["contest", "number"]

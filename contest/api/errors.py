@@ -7,6 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
+from contest.services.results import PublishError
 from contest.services.schedule import ScheduleError
 from contest.services.setup import SetupError
 from contest.services.uploads import RuleViolation
@@ -27,8 +28,9 @@ def exception_handler(exc, context):
     if isinstance(exc, RuleViolation):
         code = {403: "forbidden", 413: "too_large", 429: "limit_reached", 400: "bad_request"}.get(exc.status, "rule_violation")
         return error_response(code, str(exc), exc.status, exc.issues)
-    if isinstance(exc, ScheduleError):
-        return error_response("schedule_conflict", str(exc), status.HTTP_409_CONFLICT)
+    if isinstance(exc, (ScheduleError, PublishError)):
+        code = "schedule_conflict" if isinstance(exc, ScheduleError) else "not_publishable"
+        return error_response(code, str(exc), status.HTTP_409_CONFLICT)
     if isinstance(exc, SetupError):
         return error_response("invalid_contest_file", str(exc), status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, Http404):

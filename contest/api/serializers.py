@@ -180,6 +180,12 @@ class AwardSerializer(serializers.ModelSerializer):
         fields = ["award", "title", "team_number", "team_name", "value"]
 
 
+class PublishSerializer(serializers.Serializer):
+    """Which rounds to publish: those played up to ``round`` (omitted: every round played so far)."""
+
+    round = serializers.IntegerField(min_value=1, required=False)
+
+
 class PhaseScheduleSerializer(serializers.Serializer):
     """A phase's new opening and/or deadline (ISO 8601 with offset); at least one of them."""
 

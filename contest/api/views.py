@@ -353,11 +353,14 @@ class Results(APIView):
                 data, awards = snap.data, S.AwardSerializer(snap.awards.select_related("team"), many=True).data
         if self.part == "leaderboard":
             return Response({"team_rounds": data.get("team_rounds"), "team_totals": data.get("team_totals"),
-                             "sets": data.get("sets"), "team_names": data.get("team_names")})
+                             "sets": data.get("sets"), "team_names": data.get("team_names"),
+                             "standing": data.get("standing")})
         if self.part == "matrix":
-            return Response({"matrix": data.get("matrix"), "team_names": data.get("team_names")})
+            return Response({"matrix": data.get("matrix"), "team_names": data.get("team_names"),
+                             "standing": data.get("standing")})
         if self.part == "awards":
-            return Response({"awards": awards if awards is not None else data.get("awards"),
+            return Response({"standing": data.get("standing"),
+                             "awards": awards if awards is not None else data.get("awards"),
                              "standings": data.get("standings"), "variant": data.get("variant"),
                              "tie_break": data.get("tie_break")})
         return Response(data)
@@ -505,12 +508,18 @@ class ContestRescore(_OrganizerCommand):
 
 
 class ContestPublish(_OrganizerCommand):
-    @extend_schema(request=None, responses={202: S.JobSerializer})
+    parser_classes = [JSONParser, FormParser]
+
+    @extend_schema(request=S.PublishSerializer, responses={202: S.JobSerializer})
     def post(self, request, slug):
-        """Compute the results from the score rows, snapshot them with the awards, and publish."""
+        """Snapshot the results of the rounds played up to ``round`` (default: every round played) with
+        their awards, and publish them: provisional until the last round is published, final after.
+        409 when that round has not been played yet."""
         contest = get_object_or_404(Contest, slug=slug)
         self.organized(request, contest)
-        return self._job_response(results_service.request_results(contest, user=request.user, publish=True))
+        through = _valid(S.PublishSerializer, request).get("round")
+        return self._job_response(results_service.request_results(contest, user=request.user, publish=True,
+                                                                  through_round=through))
 
 
 class ContestUnpublish(_OrganizerCommand):

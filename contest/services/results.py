@@ -73,9 +73,41 @@ def award_title(name: str, place: int | None = None) -> tuple[str, str]:
     return title, rule
 
 
-def score_rows(contest: Contest):
-    """(teams, round_weights, utility rows, attack rows, benchmark team) from the current score rows."""
-    rounds = list(Round.objects.filter(contest=contest))
+def played_rounds(contest: Contest) -> list[int]:
+    """Numbers of the rounds played: their anonymization phase closed and their sets pseudonymized."""
+    return sorted(set(PublicSet.objects.filter(dataset__round__contest=contest)
+                      .values_list("dataset__round__number", flat=True)))
+
+
+def included_rounds(contest: Contest, through_round: int | None = None) -> list[int]:
+    """The rounds a results snapshot covers: those played, up to ``through_round`` (None: all played).
+
+    A round not played yet is left out, never counted as zeros. Before any round
+    is played the first round stands in (every value 0, shown as "not played yet").
+    """
+    played = [n for n in played_rounds(contest) if through_round is None or n <= through_round]
+    if played:
+        return played
+    first = contest.rounds.order_by("number").values_list("number", flat=True).first()
+    return [first] if first is not None else []
+
+
+def standing(contest: Contest, included: list[int]) -> dict:
+    """What a snapshot decides: every round with whether it was played and is counted, and whether the
+    standings are final (every round of the contest played and counted) or provisional."""
+    played = set(played_rounds(contest))
+    rounds = [{"number": r.number, "name": r.name, "weight": float(r.weight), "played": r.number in played,
+               "included": r.number in included and r.number in played}
+              for r in contest.rounds.order_by("number")]
+    return {"rounds": rounds, "through_round": max(included) if included else None,
+            "final": bool(rounds) and all(r["included"] for r in rounds)}
+
+
+def score_rows(contest: Contest, rounds: list[int] | None = None):
+    """(teams, round_weights, utility rows, attack rows, benchmark team) from the current score rows,
+    of the rounds numbered in ``rounds`` (None: every round)."""
+    rounds = [r for r in Round.objects.filter(contest=contest) if rounds is None or r.number in rounds]
+    numbers = {r.number for r in rounds}
     teams = sorted(contest.teams.filter(approved=True).values_list("number", flat=True))
     utility = []
     bench_numbers = set(Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK)
@@ -87,13 +119,15 @@ def score_rows(contest: Contest):
         if aset.s_u is None:
             continue
         ds = aset.dataset
-        utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), float(aset.s_u),
-                                  bool(aset.valid), aset.created_at))
-    for ds in Dataset.objects.filter(round__contest=contest, kind=Dataset.BENCHMARK, public_set__isnull=False):
+        if ds.round.number in numbers:
+            utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), float(aset.s_u),
+                                      bool(aset.valid), aset.created_at))
+    for ds in Dataset.objects.filter(round__contest=contest, round__number__in=numbers, kind=Dataset.BENCHMARK,
+                                     public_set__isnull=False).select_related("round"):
         # The benchmark is O itself, pseudonymized only: its utility is 1 by definition.
         utility.append(UtilityRow(SetRef(ds.round.number, ds.number, ds.challenge), 1.0, True, None))
-    rows = (Score.objects.filter(dataset__round__contest=contest, current=True, metric__in=tuple(AttackKind))
-            .defer("per_user"))
+    rows = (Score.objects.filter(dataset__round__contest=contest, dataset__round__number__in=numbers, current=True,
+                                 metric__in=tuple(AttackKind)).defer("per_user"))
     attacks = [row for row, _ in _counted_attack_scores(contest, rows)]
     weights = {r.number: float(r.weight) for r in rounds}
     return teams, weights, utility, attacks, (bench_numbers.pop() if bench_numbers else None)
@@ -122,57 +156,66 @@ def _vectors(per_user: dict | None) -> dict | None:
     return {k: np.asarray(v, dtype=np.float64) for k, v in per_user.items()} if per_user else None
 
 
-def score_vectors(contest: Contest) -> tuple[dict, list]:
-    """The per-user parts of the scores the results count (``scoring.uncertainty``'s input):
+def score_vectors(contest: Contest, rounds: list[int]) -> tuple[dict, list]:
+    """The per-user parts of the scores the results count (``scoring.uncertainty``'s input), of ``rounds``:
     SetRef -> utility parts of each final set, and (AttackRow, parts or None) per counted attack row."""
     utility = {}
-    for s in Score.objects.filter(dataset__round__contest=contest, current=True, metric=Score.UTILITY,
-                                  anonymized_set__final=True).select_related("dataset__round"):
+    for s in Score.objects.filter(dataset__round__contest=contest, dataset__round__number__in=rounds, current=True,
+                                  metric=Score.UTILITY, anonymized_set__final=True).select_related("dataset__round"):
         ds = s.dataset
         utility[SetRef(ds.round.number, ds.number, ds.challenge)] = _vectors(s.per_user)
-    rows = Score.objects.filter(dataset__round__contest=contest, current=True, metric__in=tuple(AttackKind))
+    rows = Score.objects.filter(dataset__round__contest=contest, dataset__round__number__in=rounds, current=True,
+                                metric__in=tuple(AttackKind))
     attacks = [(row, _vectors(s.per_user)) for row, s in _counted_attack_scores(contest, rows)]
     return {k: v for k, v in utility.items() if v is not None}, attacks
 
 
-def uncertainty_for_snapshot(contest: Contest, res) -> dict:
-    """Bootstrap intervals, swap probabilities and award stability of ``res`` for the snapshot
-    (``scoring.uncertainty.results_uncertainty``, seeded by the contest); a failure is recorded, not raised."""
+def uncertainty_for_snapshot(contest: Contest, res, rounds: list[int]) -> dict:
+    """Bootstrap intervals, swap probabilities and award stability of ``res`` (over ``rounds``) for the
+    snapshot (``scoring.uncertainty.results_uncertainty``, seeded by the contest); a failure is recorded."""
     try:
-        utility, attacks = score_vectors(contest)
+        utility, attacks = score_vectors(contest, rounds)
         return results_uncertainty(res, utility, attacks, seed=derived_seed(contest.seed, "bootstrap"))
     except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored
         log.exception("uncertainty of %s failed", contest.slug)
         return {"error": f"{type(exc).__name__}: {exc}"}
 
 
-def compute(contest: Contest):
-    """The contest's :class:`scoring.results.Results` from its current score rows."""
-    teams, weights, utility, attacks, bench = score_rows(contest)
+def compute(contest: Contest, rounds: list[int] | None = None):
+    """The contest's :class:`scoring.results.Results` from its current score rows (of ``rounds``;
+    None: the rounds played so far, :func:`included_rounds`)."""
+    teams, weights, utility, attacks, bench = score_rows(
+        contest, included_rounds(contest) if rounds is None else rounds)
     return compute_results(teams=teams, round_weights=weights, utility=utility, attacks=attacks,
                            benchmark_team=bench, variant=contest.award_variant, tie_break=contest.tie_break)
 
 
+def _payload(contest: Contest, rounds: list[int]):
+    """(Results over ``rounds``, their JSON-able data with team and round names and the standing)."""
+    res = compute(contest, rounds)
+    data = res.to_dict()
+    data["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
+    data["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
+    data["contest"] = contest.slug
+    data["standing"] = standing(contest, rounds)
+    return res, data
+
+
 def results_dict(contest: Contest) -> dict:
-    """Results as JSON-able data, with team names and round names for display."""
-    res = compute(contest).to_dict()
-    res["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
-    res["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
-    res["contest"] = contest.slug
-    res["computed_at"] = timezone.now().isoformat()
-    return res
+    """The live results (every round played so far) as JSON-able data, for organizers."""
+    _res, data = _payload(contest, included_rounds(contest))
+    data["computed_at"] = timezone.now().isoformat()
+    return data
 
 
-def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
-    """Compute and store the results and their awards (unpublished)."""
-    res = compute(contest)
-    payload = res.to_dict()
-    payload["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
-    payload["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
-    payload["contest"] = contest.slug
+def snapshot(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:
+    """Compute and store the results and their awards (unpublished), over the rounds played up to
+    ``through_round`` (None: every round played so far); ``standing`` says which and whether final."""
+    rounds = included_rounds(contest, through_round)
+    res, payload = _payload(contest, rounds)
     payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
     payload["sample_anonymizers"] = samples.for_snapshot(contest)  # paper Fig. 8, per round
-    payload["uncertainty"] = uncertainty_for_snapshot(contest, res)  # bootstrap intervals (issue 16)
+    payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():
@@ -188,31 +231,65 @@ def snapshot(contest: Contest, *, user=None) -> ResultsSnapshot:
 
 
 @jobs.handles("compute_results")
-def compute_results_job(job, contest_id: int, publish: bool = False) -> str:
+def compute_results_job(job, contest_id: int, publish: bool = False, through_round: int | None = None) -> str:
     contest = Contest.objects.get(pk=contest_id)
-    snap = publish_results(contest, user=job.created_by) if publish else snapshot(contest, user=job.created_by)
-    return f"results snapshot {snap.pk} ({'published' if snap.published else 'embargoed'})"
+    if publish:
+        snap = publish_results(contest, user=job.created_by, through_round=through_round)
+    else:
+        snap = snapshot(contest, user=job.created_by, through_round=through_round)
+    standing_ = snap.data["standing"]
+    return (f"results snapshot {snap.pk} through round {standing_['through_round']}, "
+            f"{'final' if standing_['final'] else 'provisional'} ({'published' if snap.published else 'embargoed'})")
 
 
-def publish_results(contest: Contest, *, user=None) -> ResultsSnapshot:
-    """Snapshot the results now and publish them (ends the embargo)."""
-    snap = snapshot(contest, user=user)
+class PublishError(ValueError):
+    """Results that cannot be published as asked; the message says why."""
+
+
+def check_publishable(contest: Contest, through_round: int | None) -> None:
+    """Refuse publishing through a round that is not played (its sets are not pseudonymized yet)."""
+    played = played_rounds(contest)
+    if through_round is not None and through_round not in played:
+        names = dict(contest.rounds.values_list("number", "name"))
+        if through_round not in names:
+            raise PublishError(f"the contest has no round {through_round}")
+        raise PublishError(f"{names[through_round]} has not been played yet (its anonymization phase is not closed)")
+    if not played:
+        raise PublishError("no round has been played yet: close an anonymization phase first")
+
+
+def publish_results(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:
+    """Snapshot the results of the rounds played up to ``through_round`` and publish them (ends their
+    embargo). The standings are provisional until the last round is published, final after."""
+    snap = snapshot(contest, user=user, through_round=through_round)
+    included = [r["number"] for r in snap.data["standing"]["rounds"] if r["included"]]
     now = timezone.now()
     with transaction.atomic():
         ResultsSnapshot.objects.filter(pk=snap.pk).update(published=True, published_at=now)
         Contest.objects.filter(pk=contest.pk).update(results_published_at=now)
-        audit.record("publish_results", contest=contest, actor=user, obj=snap, sha256=snap.sha256)
+        Round.objects.filter(contest=contest, number__in=included, results_published_at__isnull=True).update(
+            results_published_at=now)
+        audit.record("publish_results", contest=contest, actor=user, obj=snap, sha256=snap.sha256,
+                     rounds=included, final=snap.data["standing"]["final"])
     snap.refresh_from_db()
     contest.results_published_at = now
     return snap
 
 
-def request_results(contest: Contest, *, user=None, publish: bool = False):
-    """Queue computing the results snapshot from the score rows (and publishing it); returns the job."""
+def request_results(contest: Contest, *, user=None, publish: bool = False, through_round: int | None = None):
+    """Queue computing the results snapshot from the score rows (and publishing it); returns the job.
+
+    Publishing is checked here, so a refusal (:class:`PublishError`) reaches the organizer at once.
+    """
+    if publish:
+        check_publishable(contest, through_round)
+    args = {"contest_id": contest.pk}
+    if publish:
+        args["publish"] = True
+    if through_round is not None:
+        args["through_round"] = int(through_round)
     with transaction.atomic():
-        if publish:
-            return jobs.create_job("compute_results", contest=contest, user=user, contest_id=contest.pk, publish=True)
-        return jobs.create_job("compute_results", contest=contest, user=user, contest_id=contest.pk)
+        return jobs.create_job("compute_results", contest=contest, user=user, **args)
 
 
 def request_rescore(contest: Contest, *, user=None):
@@ -226,6 +303,7 @@ def unpublish_results(contest: Contest, *, user=None) -> int:
     with transaction.atomic():
         n = ResultsSnapshot.objects.filter(contest=contest, published=True).update(published=False)
         Contest.objects.filter(pk=contest.pk).update(results_published_at=None)
+        Round.objects.filter(contest=contest).update(results_published_at=None)
         audit.record("unpublish_results", contest=contest, actor=user, obj=contest, snapshots=n)
     contest.results_published_at = None
     return n

@@ -205,6 +205,24 @@ class ResultsView:
         self.rounds = [(int(r["round"]), float(r["weight"])) for r in self.data.get("round_weights", [])]
         round_names = {r.number: r.name for r in contest.rounds.all()}
         self.round_names = {n: round_names.get(n, _("Round %(n)s") % {"n": n}) for n, _w in self.rounds}
+        # Which rounds the snapshot counts and whether it is final (``results.standing``); a snapshot
+        # from before per-round publishing has none and counts as final.
+        self.standing = self.data.get("standing")
+        rounds = (self.standing or {}).get("rounds", [])
+        self.counted_names = [r["name"] for r in rounds if r["included"]]
+        self.unplayed_names = [r["name"] for r in rounds if not r["included"]]
+        self.provisional = bool(self.standing) and not self.standing.get("final")
+
+    def round_states(self) -> list[dict]:
+        """Every round of the contest (number, name, weight, included) in the snapshot's standing,
+        else the rounds of the snapshot's weights (all counted)."""
+        if self.standing:
+            return self.standing["rounds"]
+        return [{"number": n, "name": self.round_names[n], "weight": w, "included": True} for n, w in self.rounds]
+
+    def counts_round(self, number) -> bool:
+        """Whether round ``number`` is played and counted in this snapshot."""
+        return any(r["number"] == number and r["included"] for r in self.round_states())
 
     def team_label(self, team) -> str:
         if isinstance(team, str):

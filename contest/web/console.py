@@ -151,6 +151,7 @@ def console_contest(request, slug):
     ctx = {"rounds": rounds, "teams": teams, "snapshots": snapshots, "state": contest_state(contest, now),
            "active_jobs": active_jobs, "failed_jobs": failed_jobs, "round_form": round_form, "team_form": TeamForm(),
            "published": contest.results_published_at is not None,
+           "played_rounds": [rb["round"] for rb in rounds if rb["n_public"]],
            "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
 
@@ -302,8 +303,14 @@ def results_action(request, slug, action):
         job = results.request_results(contest, user=request.user)
         messages.success(request, _("Computing a results preview (job %(job)s).") % {"job": job.pk})
     elif action == "publish":
-        job = results.request_results(contest, user=request.user, publish=True)
-        messages.success(request, _("Publishing the results (job %(job)s).") % {"job": job.pk})
+        through = request.POST.get("round") or None
+        try:
+            job = results.request_results(contest, user=request.user, publish=True,
+                                          through_round=int(through) if through and through.isdigit() else None)
+        except results.PublishError as exc:
+            messages.error(request, _("The results were not published: %(reason)s.") % {"reason": exc})
+        else:
+            messages.success(request, _("Publishing the results (job %(job)s).") % {"job": job.pk})
     elif action == "unpublish":
         results.unpublish_results(contest, user=request.user)
         messages.success(request, _("Results are embargoed again."))

@@ -100,7 +100,7 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
     so a round that has not been played yet does not hide the published ones. Pages showing one
     round only (``total=False``) get that default for ``total`` too, and None without rounds."""
     value = request.GET.get("round", "")
-    numbers = [n for n, _w in rv.rounds]
+    numbers = [r["number"] for r in rv.round_states()]
     if value == "total" and total:
         return "total"
     try:
@@ -111,7 +111,7 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
         pass
     if not numbers:
         return "total" if total else None
-    played = [n for n in numbers if rv.sets(n)]
+    played = [n for n in numbers if rv.counts_round(n) and rv.sets(n)]
     return (played or numbers)[-1]
 
 
@@ -195,6 +195,7 @@ def leaderboard(request, slug):
     ctx = {"rv": rv, "preview": preview, "choice": choice, "rows": rows, "challenge_tables": challenge_tables,
            "uncertainty": rv.data.get("uncertainty") if "sets" in (rv.data.get("uncertainty") or {}) else None,
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
+           "not_played": choice != "total" and not rv.counts_round(choice),
            "tz": contest.tz, "unranked": "leaderboards" not in rv.data}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
@@ -222,9 +223,12 @@ def _tie_break_text(contest) -> str:
 
 
 def _round_links(rv: ResultsView, include_total=False):
-    links = [{"value": str(n), "label": rv.round_names.get(n, n), "weight": w} for n, w in rv.rounds]
+    """The round tabs: every round of the contest (one not played yet says so), then the weighted total."""
+    links = [{"value": str(r["number"]), "label": r["name"], "weight": r["weight"], "not_played": not r["included"]}
+             for r in rv.round_states()]
     if include_total:
-        links.append({"value": "total", "label": _("Weighted total"), "weight": None})
+        label = _("Weighted total over the rounds played so far") if rv.provisional else _("Weighted total")
+        links.append({"value": "total", "label": label, "weight": None, "not_played": False})
     return links
 
 
@@ -267,7 +271,8 @@ def attack_matrix(request, slug):
             "chart_id": f"chart-matrix-{kind}",
         })
     ctx = {"rv": rv, "preview": preview, "choice": choice, "targets": [{"label": rv.set_label(s)} for s in targets],
-           "matrices": matrices, "round_links": _round_links(rv)}
+           "matrices": matrices, "round_links": _round_links(rv),
+           "not_played": choice is not None and not rv.counts_round(choice)}
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
 
 

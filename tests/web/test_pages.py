@@ -257,18 +257,23 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
     assert "succeeded" in page and 'http-equiv="refresh"' not in page
     status = boss.get(f"/console/{contest.slug}/jobs/{job.pk}/status.json").json()
     assert status["finished"] and status["progress"] == 1.0
-    # publish and unpublish
+    # publish and unpublish: nothing to publish before a round is played (no zeros published) ...
+    refused = _html(boss.post(f"/console/{contest.slug}/results/publish/", follow=True))
+    assert "The results were not published: no round has been played yet" in refused
+    r = boss.get(f"/console/{contest.slug}/export.zip")
+    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    manifest = json.loads(zf.read("MANIFEST.json"))
+    assert len(manifest["files"]) == Dataset.objects.filter(round=rnd).count() * 2 + 2
+    anon = rnd.phases.get(kind="anonymization")
+    with django_capture_on_commit_callbacks(execute=True):  # ... then the round is played (closed)
+        boss.post(f"/console/{contest.slug}/phases/{anon.pk}/close/")
     with django_capture_on_commit_callbacks(execute=True):
-        boss.post(f"/console/{contest.slug}/results/publish/")
+        boss.post(f"/console/{contest.slug}/results/publish/", {"round": rnd.number})
     contest.refresh_from_db()
     assert contest.results_published_at is not None
     boss.post(f"/console/{contest.slug}/results/unpublish/")
     contest.refresh_from_db()
     assert contest.results_published_at is None and not contest.snapshots.filter(published=True).exists()
-    r = boss.get(f"/console/{contest.slug}/export.zip")
-    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
-    manifest = json.loads(zf.read("MANIFEST.json"))
-    assert len(manifest["files"]) == Dataset.objects.filter(round=rnd).count() * 2 + 2
 
 
 def test_console_picks_a_synthesizer_checks_its_parameters_and_shows_its_budget(
