@@ -163,6 +163,22 @@ def test_attacker_sum_counting_rules():
     assert res.award(BEST_ATTACKER_REID) is None and res.award(BEST_ATTACKER_TRACE) is None
 
 
+def test_a_benchmark_set_per_challenge_is_one_attacker_term_each():
+    """The platform generates a benchmark set per challenge (SPEC 9.4 writes one term, s_I(bench); the
+    README's note says why): each is a target like a team's set, counting 1 unless attacked."""
+    teams = (1, 2)
+    util = one_round(teams) + [UtilityRow(SetRef(1, 9, c), 1.0, True, None) for c in (1, 2)]
+    attacks = [AttackRow(SetRef(1, 9, 1), 1, RE, 0.2)]
+    res = run(util, attacks, teams=teams, bench=9)
+    # team 1: team 2's two sets (unattacked: 1 each) + bench IDP (0.2) + bench TRP (unattacked: 1)
+    assert res.team_round(1, 1).attack_sum_i == pytest.approx(3.2)
+    assert res.team_round(1, 1).n_targets == 4
+    # team 2 attacked nothing: team 1's two sets and both benchmark sets count 1
+    assert res.team_round(1, 2).attack_sum_i == pytest.approx(4.0)
+    one_bench = run(one_round(teams, bench=9), attacks, teams=teams, bench=9)  # the 2019 layout: one term
+    assert one_bench.team_round(1, 2).attack_sum_i == pytest.approx(3.0)
+
+
 def test_unattacked_valid_set_minimum_is_one_and_invalid_is_zero():
     util = one_round((1, 2), invalid={(2, 2)})
     res = run(util, [], teams=(1, 2))
