@@ -129,6 +129,13 @@ class JobAdmin(admin.ModelAdmin):
                        "started_at", "finished_at", "heartbeat_at")
 
 
+@admin.register(m.Announcement)
+class AnnouncementAdmin(admin.ModelAdmin):
+    list_display = ("contest", "created_at", "title", "created_by", "emailed_to")
+    list_filter = ("contest",)
+    readonly_fields = ("created_by", "emailed_to")
+
+
 @admin.register(m.AuditLog)
 class AuditLogAdmin(ReadOnlyAdmin):
     list_display = ("id", "created_at", "contest", "actor", "action", "object_type", "object_id")

@@ -517,6 +517,23 @@ class Job(models.Model):
         return self.status == Job.QUEUED and self.attempts > 0
 
 
+class Announcement(models.Model):
+    """A message from the organizers to everyone in the contest (contest page, team page, e-mail)."""
+
+    contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="announcements")
+    title = models.CharField(max_length=200)
+    body = models.TextField(max_length=5000)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    emailed_to = models.PositiveIntegerField(default=0, help_text="members the e-mail went to")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.contest.slug}: {self.title}"
+
+
 class AuditLog(models.Model):
     """Append-only record of uploads, selections, phase changes, re-scores, publications."""
 

@@ -282,6 +282,15 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# ----- e-mail (announcements) -----------------------------------------------------
+# EMAIL_URL (smtp://user:password@host:587, ...) configures a real server; without it mail is printed
+# by the console backend (the demo: announcements appear in the worker's log).
+if env.str("EMAIL_URL", default=""):
+    vars().update(env.email_url("EMAIL_URL"))
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="TraceCup <noreply@localhost>")
+
 # ----- production hardening -------------------------------------------------------
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

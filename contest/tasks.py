@@ -9,7 +9,16 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from contest.services import generation, jobs, judge, previews, results, schedule, uploads  # noqa: F401 (register handlers)
+from contest.services import (  # noqa: F401 (register handlers)
+    announcements,
+    generation,
+    jobs,
+    judge,
+    previews,
+    results,
+    schedule,
+    uploads,
+)
 
 
 @shared_task(name=jobs.RUN_JOB_TASK, bind=True, acks_late=True, reject_on_worker_lost=True,

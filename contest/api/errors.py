@@ -7,6 +7,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
+from contest.services.announcements import AnnouncementError
 from contest.services.results import PublishError
 from contest.services.schedule import ScheduleError
 from contest.services.setup import SetupError
@@ -31,6 +32,8 @@ def exception_handler(exc, context):
     if isinstance(exc, (ScheduleError, PublishError)):
         code = "schedule_conflict" if isinstance(exc, ScheduleError) else "not_publishable"
         return error_response(code, str(exc), status.HTTP_409_CONFLICT)
+    if isinstance(exc, AnnouncementError):
+        return error_response("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, SetupError):
         return error_response("invalid_contest_file", str(exc), status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, Http404):

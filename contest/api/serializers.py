@@ -4,6 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from contest.models import (
+    Announcement,
     AnonymizedSet,
     Attack,
     Award,
@@ -178,6 +179,18 @@ class AwardSerializer(serializers.ModelSerializer):
     class Meta:
         model = Award
         fields = ["award", "title", "team_number", "team_name", "value"]
+
+
+class AnnouncementSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Announcement
+        fields = ["id", "title", "body", "created_at", "emailed_to"]
+
+
+class AnnouncementCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    body = serializers.CharField(max_length=5000)
+    email = serializers.BooleanField(default=True, help_text="also e-mail it to every member")
 
 
 class PublishSerializer(serializers.Serializer):

@@ -22,6 +22,7 @@ urlpatterns = [
     path("contests/<slug:slug>/leaderboard/", v.Results.as_view(part="leaderboard"), name="api-leaderboard"),
     path("contests/<slug:slug>/attack-matrix/", v.Results.as_view(part="matrix"), name="api-attack-matrix"),
     path("contests/<slug:slug>/awards/", v.Results.as_view(part="awards"), name="api-awards"),
+    path("contests/<slug:slug>/announcements/", v.Announcements.as_view(), name="api-announcements"),
     path("contests/<slug:slug>/rescore/", v.ContestRescore.as_view(), name="api-rescore"),
     path("contests/<slug:slug>/snapshot/", v.ContestSnapshot.as_view(), name="api-snapshot"),
     path("contests/<slug:slug>/publish/", v.ContestPublish.as_view(), name="api-publish"),

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from contest import permissions, selectors
 from contest.api import serializers as S
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
+from contest.services import announcements as announcements_service
 from contest.services import results as results_service
 from contest.services import schedule, storage, uploads
 from contest.services import setup as setup_service
@@ -520,6 +521,29 @@ class ContestPublish(_OrganizerCommand):
         through = _valid(S.PublishSerializer, request).get("round")
         return self._job_response(results_service.request_results(contest, user=request.user, publish=True,
                                                                   through_round=through))
+
+
+class Announcements(APIView):
+    """The contest's announcements: everyone reads them; organizers post them (and e-mail every member)."""
+
+    parser_classes = [JSONParser, FormParser]
+
+    def get_permissions(self):
+        return [IsAuthenticated(), IsContestOrganizer()] if self.request.method == "POST" else []
+
+    @extend_schema(responses=S.AnnouncementSerializer(many=True))
+    def get(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        return Response(S.AnnouncementSerializer(contest.announcements.all()[:100], many=True).data)
+
+    @extend_schema(request=S.AnnouncementCreateSerializer, responses={201: S.AnnouncementSerializer})
+    def post(self, request, slug):
+        contest = get_object_or_404(Contest, slug=slug)
+        self.check_object_permissions(request, contest)
+        d = _valid(S.AnnouncementCreateSerializer, request)
+        item = announcements_service.announce(contest, title=d["title"], body=d["body"], user=request.user,
+                                              email=d["email"])
+        return Response(S.AnnouncementSerializer(item).data, status=status.HTTP_201_CREATED)
 
 
 class ContestUnpublish(_OrganizerCommand):

@@ -44,6 +44,7 @@ KINDS = (
     "compute_results",      # contest.services.results: the results snapshot (and publish)
     "rescore",              # contest.services.results: one re-scoring job per scored object
     "privacy_preview",      # contest.services.previews: the team's private preview of a valid set
+    "email_announcement",   # contest.services.announcements: an announcement by e-mail to every member
 )
 
 #: The Celery task that runs every job (contest.tasks.run_job), named so this module needn't import it.

@@ -6,10 +6,12 @@ only turn a denial into a 403: :func:`require`).
 """
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -271,3 +273,32 @@ def heat_style(value: float | None, lo: float = 0.0, hi: float = 1.0) -> str:
     rgb = [round(a + (b - a) * f) for a, b in zip(VIRIDIS[i], VIRIDIS[i + 1])]
     light = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140
     return f"background:rgb({rgb[0]},{rgb[1]},{rgb[2]});color:{'#000' if light else '#fff'}"
+
+
+# ---------------------------------------------------------------- downloads
+def csv_download(filename: str, header: list[str], rows) -> HttpResponse:
+    """A CSV file (UTF-8, comma, header line) to download; cells that a spreadsheet would run as a
+    formula (=, +, -, @ first) are quoted with a leading apostrophe, except numbers."""
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    writer = csv.writer(response, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_safe_cell(v) for v in row])
+    return response
+
+
+def _safe_cell(value):
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@") and not _is_number(value):
+        return "'" + value
+    return value
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

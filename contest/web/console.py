@@ -39,13 +39,13 @@ from contest.models import (
     Round,
     Team,
 )
-from contest.services import audit, bundles, jobs, judge, results, schedule, setup, teams
+from contest.services import announcements, audit, bundles, jobs, judge, results, schedule, setup, teams
 from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 from scoring.results import default_round_weight
 
 from .common import contest_state, get_contest, page, require_organizer
-from .forms import ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
+from .forms import AnnouncementForm, ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
 
 
 def _organizer_contest(request, slug) -> Contest:
@@ -152,6 +152,7 @@ def console_contest(request, slug):
            "active_jobs": active_jobs, "failed_jobs": failed_jobs, "round_form": round_form, "team_form": TeamForm(),
            "published": contest.results_published_at is not None,
            "played_rounds": [rb["round"] for rb in rounds if rb["n_public"]],
+           "announcement_form": AnnouncementForm(prefix="a"), "announcements": announcements.latest(contest, 10),
            "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
 
@@ -279,6 +280,25 @@ def reschedule_phase(request, slug, phase_id):
         "kind": phase.get_kind_display(), "round": phase.round.name,
         "opens": schedule.local_time(phase, phase.opens_at), "closes": schedule.local_time(phase, phase.closes_at)})
     return _back(slug, "#rounds")
+
+
+@login_required
+@require_POST
+def announce(request, slug):
+    contest = _organizer_contest(request, slug)
+    form = AnnouncementForm(request.POST, prefix="a")
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"{form.fields[field].label}: {' '.join(errors)}")
+        return _back(slug, "#announcements")
+    d = form.cleaned_data
+    try:
+        announcements.announce(contest, title=d["title"], body=d["body"], user=request.user, email=d["email"])
+    except announcements.AnnouncementError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Announced: %(title)s") % {"title": d["title"]})
+    return _back(slug, "#announcements")
 
 
 @login_required

@@ -164,5 +164,11 @@ class PhaseScheduleForm(forms.Form):
     closes_at = forms.DateTimeField(label=_("Closes"), widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
 
 
+class AnnouncementForm(forms.Form):
+    title = forms.CharField(label=_("Title"), max_length=200)
+    body = forms.CharField(label=_("Text"), max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
+    email = forms.BooleanField(label=_("Also send it by e-mail to every member"), required=False, initial=True)
+
+
 class TeamForm(forms.Form):
     name = forms.CharField(label=_("Team name"), max_length=100)

@@ -21,10 +21,10 @@ from django.views.decorators.http import require_POST
 
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
-from contest.services import bundles, figures, previews, storage, uploads
+from contest.services import announcements, bundles, figures, previews, storage, uploads
 from scoring.vocabulary import AttackKind
 
-from .common import CHALLENGE_SHORT, challenge_name, contest_state, get_contest, issue_rows, page, require
+from .common import CHALLENGE_SHORT, challenge_name, contest_state, csv_download, get_contest, issue_rows, page, require
 from .forms import AttackUploadForm, UploadForm
 
 
@@ -252,6 +252,29 @@ def _dashboard_round(request, contest, rounds: list[Round], state) -> Round | No
 
 
 @login_required
+def history_csv(request, slug):
+    """The team's own submission history and scores, every round: each anonymized set and each attack
+    upload with its time, status and score (read from the stored rows; nothing is parsed)."""
+    contest = get_contest(slug)
+    team = _team_or_403(request, contest)
+    tz = contest.tz
+    asets = (AnonymizedSet.objects.filter(team=team).select_related("dataset__round", "file")
+             .order_by("dataset__round__number", "dataset__challenge", "seq"))
+    attacks = (Attack.objects.filter(attacker=team).select_related("target__dataset__round", "file")
+               .order_by("target__dataset__round__number", "target__dataset__number", "target__dataset__challenge",
+                         "kind", "seq"))
+    rows = [[a.dataset.round.number, "anonymized set", CHALLENGE_SHORT[a.dataset.challenge], "", a.seq,
+             a.created_at.astimezone(tz).isoformat(), a.status, int(a.final), int(a.selected), a.s_u, "",
+             a.file.name, a.file.sha256] for a in asets]
+    rows += [[t.target.dataset.round.number, t.kind, CHALLENGE_SHORT[t.target.dataset.challenge],
+              t.target.dataset.number, t.seq, t.created_at.astimezone(tz).isoformat(), t.status, "", "", "",
+              t.score, t.file.name, t.file.sha256] for t in attacks]
+    return csv_download(f"{contest.slug}_team{team.number:03d}_history.csv",
+                        ["round", "upload", "challenge", "target_team", "number", "uploaded_at", "status", "final",
+                         "selected", "s_u", "attack_score", "file_name", "sha256"], rows)
+
+
+@login_required
 def dashboard(request, slug):
     """The team's page for one round at a time (round tabs, as on the public results pages).
 
@@ -273,7 +296,8 @@ def dashboard(request, slug):
     ctx = {"team": team, "rb": _round_block(request, contest, team, current, now) if current else None,
            "round_links": round_links if len(rounds) > 1 else [],
            "choice": current.number if current else None, "state": state,
-           "members": team.memberships.select_related("user").order_by("user__username")}
+           "members": team.memberships.select_related("user").order_by("user__username"),
+           "announcements": announcements.latest(contest, 3)}
     return page(request, "web/team.html", ctx, contest=contest, nav="team")
 
 

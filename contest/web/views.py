@@ -14,7 +14,7 @@ from django.contrib.auth import login as auth_login
 from django.contrib.auth import logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseNotAllowed
+from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -23,7 +23,7 @@ from rest_framework.authtoken.models import Token
 
 from contest import permissions
 from contest.models import IDP, TRP, Contest
-from contest.services import results, teams
+from contest.services import announcements, results, teams
 from scoring.analyses import correlation
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
 from scoring.vocabulary import AttackKind
@@ -33,6 +33,7 @@ from .common import (
     ResultsView,
     challenge_name,
     contest_state,
+    csv_download,
     get_contest,
     heat_style,
     is_any_organizer,
@@ -62,6 +63,7 @@ def contest_home(request, slug):
         "teams": contest.teams.filter(approved=True).order_by("number"),
         "my_team": team,
         "results_visible": bool(permissions.can_view_results(request.user, contest)),
+        "announcements": announcements.latest(contest, 5),
     }
     return page(request, "web/contest_home.html", ctx, contest=contest, sub="overview")
 
@@ -140,14 +142,9 @@ def _set_interval(rv: ResultsView, s: dict, field: str):
     return (((rv.data.get("uncertainty") or {}).get("sets") or {}).get(s["set"]["key"]) or {}).get(field)
 
 
-def leaderboard(request, slug):
-    """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
-    positions the judge computed with the awards' ranking rule: the page never ranks."""
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "leaderboard", _("Leaderboard"))
-    choice = _round_choice(request, rv)
+def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
+    """The leaderboard's rows for ``choice`` (a round number or "total"), in the snapshot's order; the page
+    and its CSV show the same rows."""
     if choice == "total":
         source = {r["team"]: r for r in rv.data.get("team_totals", [])}
         round_no = None
@@ -169,6 +166,19 @@ def leaderboard(request, slug):
             "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
             "is_own": _is_own(request, contest, t),
         })
+    return rows
+
+
+def leaderboard(request, slug):
+    """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
+    positions the judge computed with the awards' ranking rule: the page never ranks."""
+    contest = get_contest(slug)
+    rv, preview = _results(request, contest)
+    if rv is None:
+        return _embargo(request, contest, "leaderboard", _("Leaderboard"))
+    choice = _round_choice(request, rv)
+    round_no = None if choice == "total" else choice
+    rows = _board_rows(request, contest, rv, choice)
     challenge_tables = []
     if round_no is not None:
         for ch in (IDP, TRP):
@@ -274,6 +284,40 @@ def attack_matrix(request, slug):
            "matrices": matrices, "round_links": _round_links(rv),
            "not_played": choice is not None and not rv.counts_round(choice)}
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
+
+
+def leaderboard_csv(request, slug):
+    """The leaderboard of ``?round=N`` or the weighted total, as the page shows it, as CSV."""
+    contest = get_contest(slug)
+    rv, _preview = _results(request, contest)
+    if rv is None:
+        raise Http404("results are not published yet")
+    choice = _round_choice(request, rv)
+    rows = [] if choice != "total" and not rv.counts_round(choice) else _board_rows(request, contest, rv, choice)
+    which = "total" if choice == "total" else f"round{choice}"
+    status = "provisional" if rv.provisional else "final"
+    return csv_download(f"{contest.slug}_leaderboard_{which}_{status}.csv",
+                        ["rank", "tied", "team", "team_name", "overall", "s_i_min_idp", "s_t_min_trp",
+                         "attacker_sum_s_i", "attacker_sum_s_t", "final_submission_at"],
+                        ([r["rank"], int(bool(r["tied"])), r["team"], rv.names.get(r["team"], ""), r["overall"],
+                          r["s_i_min"], r["s_t_min"], r["attack_sum_i"], r["attack_sum_t"], r["final_at"]]
+                         for r in rows))
+
+
+def attack_matrix_csv(request, slug):
+    """Every (attacker, target set, kind) cell of a round's attack matrix: the best score and attempts."""
+    contest = get_contest(slug)
+    rv, _preview = _results(request, contest)
+    if rv is None:
+        raise Http404("results are not published yet")
+    choice = _round_choice(request, rv, total=False)
+    cells = sorted((c for c in rv.data.get("matrix", []) if c["set"]["round"] == choice),
+                   key=lambda c: (c["kind"], c["set"]["team"], c["set"]["challenge"], str(c["attacker"])))
+    return csv_download(f"{contest.slug}_attack_matrix_round{choice}.csv",
+                        ["round", "kind", "attacker", "target_team", "target_challenge", "best", "attempts"],
+                        ([c["set"]["round"], c["kind"], c["attacker"], c["set"]["team"],
+                          CHALLENGE_SHORT.get(c["set"]["challenge"], c["set"]["challenge"]), c["best"], c["attempts"]]
+                         for c in cells))
 
 
 def award_title(name: str) -> tuple[str, str]:

@@ -1,0 +1,59 @@
+"""Announcements from the organizers: shown on the contest and team pages, e-mailed to every member.
+
+The e-mail goes out from a job (``email_announcement``), not the request: a
+contest has hundreds of members and a mail server can be slow. Django's mail
+backend decides where it goes (``EMAIL_URL``; the console backend by default).
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mass_mail
+from django.db import transaction
+
+from contest.models import Announcement, Contest
+from contest.services import audit, jobs
+
+
+class AnnouncementError(ValueError):
+    """An announcement that cannot be made (empty title or text); the message says why."""
+
+
+def announce(contest: Contest, *, title: str, body: str, user=None, email: bool = True) -> Announcement:
+    """Publish an announcement now (pages show it at once) and queue its e-mail to every member."""
+    title, body = (title or "").strip(), (body or "").strip()
+    if not title or not body:
+        raise AnnouncementError("an announcement needs a title and a text")
+    if len(title) > 200 or len(body) > 5000:
+        raise AnnouncementError("an announcement's title is at most 200 characters and its text at most 5000")
+    with transaction.atomic():
+        item = Announcement.objects.create(contest=contest, title=title, body=body,
+                                           created_by=user if getattr(user, "is_authenticated", False) else None)
+        audit.record("announce", contest=contest, actor=user, obj=item, title=title)
+        if email:
+            jobs.create_job("email_announcement", contest=contest, user=user, announcement_id=item.pk)
+    return item
+
+
+def recipients(contest: Contest) -> list[str]:
+    """E-mail addresses of every member of the contest's approved teams and of its organizers."""
+    users = get_user_model().objects.filter(memberships__team__contest=contest, memberships__team__approved=True)
+    emails = set(users.exclude(email="").values_list("email", flat=True))
+    emails |= set(contest.organizers.exclude(email="").values_list("email", flat=True))
+    return sorted(emails)
+
+
+@jobs.handles("email_announcement")
+def email_announcement_job(job, announcement_id: int) -> str:
+    item = Announcement.objects.select_related("contest").get(pk=announcement_id)
+    to = recipients(item.contest)
+    subject = f"[{item.contest.name}] {item.title}"
+    # one message per recipient: members do not see each other's addresses
+    sent = send_mass_mail([(subject, item.body, settings.DEFAULT_FROM_EMAIL, [address]) for address in to])
+    Announcement.objects.filter(pk=item.pk).update(emailed_to=sent)
+    return f"e-mailed to {sent} of {len(to)} members"
+
+
+def latest(contest: Contest, n: int = 5) -> list[Announcement]:
+    """The ``n`` newest announcements of ``contest`` (pages)."""
+    return list(Announcement.objects.filter(contest=contest)[:n])
