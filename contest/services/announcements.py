@@ -48,8 +48,9 @@ def email_announcement_job(job, announcement_id: int) -> str:
     item = Announcement.objects.select_related("contest").get(pk=announcement_id)
     to = recipients(item.contest)
     subject = f"[{item.contest.name}] {item.title}"
-    # one message per recipient: members do not see each other's addresses
-    sent = send_mass_mail([(subject, item.body, settings.DEFAULT_FROM_EMAIL, [address]) for address in to])
+    # one message per recipient: members do not see each other's addresses. A backend answers None
+    # (not 0) for an empty list: nobody in the contest gave an address.
+    sent = send_mass_mail([(subject, item.body, settings.DEFAULT_FROM_EMAIL, [address]) for address in to]) or 0
     Announcement.objects.filter(pk=item.pk).update(emailed_to=sent)
     return f"e-mailed to {sent} of {len(to)} members"
 

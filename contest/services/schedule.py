@@ -42,8 +42,8 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
     an anonymization phase that is closed or being closed (its sets are
     frozen and pseudonymized); an anonymization phase that would close after
     the attack phase opens, or an attack phase that would open before the
-    anonymization phase closes; a change after the contest's results were
-    published.
+    anonymization phase closes; a change to a round whose results are published
+    (the next round stays free to steer).
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -55,8 +55,9 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
         if new_close <= new_open:
             raise ScheduleError(f"the {kind} phase would close ({local_time(phase, new_close)}) before it opens "
                                 f"({local_time(phase, new_open)})")
-        if round_.contest.results_published_at is not None:
-            raise ScheduleError("the results are published; unpublish them before changing the calendar")
+        if round_.results_published_at is not None:
+            raise ScheduleError(f"the results of {round_.name} are published; unpublish them before changing its "
+                                "calendar")
         if phase.kind == Phase.ANONYMIZATION:
             if phase.closed_at is not None or PublicSet.objects.filter(dataset__round=round_).exists():
                 raise ScheduleError(f"the anonymization phase of {round_.name} is closed and its sets are already "

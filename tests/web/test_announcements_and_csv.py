@@ -58,6 +58,17 @@ def test_an_announcement_reaches_the_pages_and_every_members_mailbox(generated, 
     assert "<script>x</script>" not in Client().get(f"/c/{contest.slug}/").content.decode()  # escaped
 
 
+def test_an_announcement_to_a_contest_without_addresses_is_emailed_to_nobody(generated,
+                                                                            django_capture_on_commit_callbacks):
+    from contest.models import Job
+    from contest.services import announcements
+    with django_capture_on_commit_callbacks(execute=True):
+        item = announcements.announce(generated, title="Hello", body="No one gave an address.", user=user("judge"))
+    item.refresh_from_db()
+    assert item.emailed_to == 0 and not mail.outbox
+    assert Job.objects.get(kind="email_announcement").status == Job.SUCCEEDED
+
+
 def test_a_team_downloads_its_own_history(generated, django_capture_on_commit_callbacks):
     contest = generated
     upload_all_and_close(contest, {1: ("A1-none", {}), 2: ("A3-kRR", {}), 3: ("A1-none", {})},
