@@ -33,6 +33,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from contest import queues
+
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
 
@@ -101,7 +103,7 @@ print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.siz
                                     stderr=subprocess.STDOUT, start_new_session=True)
         wlog = open(self.folder / "worker.log", "w")
         self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",
-                                        "-l", "WARNING", "--without-mingle", "--without-gossip"],
+                                        "-Q", queues.ALL_QUEUES, "-l", "WARNING", "--without-mingle", "--without-gossip"],
                                        cwd=ROOT, env=self.env, stdout=wlog, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         self.procs = [self.web, self.worker]

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from contest import queues
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Worker processes started and not yet stopped (for the atexit handler).
@@ -51,6 +53,20 @@ def reset_broker_pools(app) -> None:
     app.amqp._producer_pool = None
     app._pool = None
     pools.reset()
+
+
+def purge_queues() -> int:
+    """Drop every message waiting in the broker's job queues (Redis); returns how many were dropped."""
+    from contest.celery import app
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        dropped = 0
+        for queue in queues.QUEUES:
+            try:
+                dropped += channel.queue_purge(queue) or 0
+            except Exception:  # noqa: BLE001 - a queue never declared has nothing to drop
+                pass
+        return dropped
 
 
 def stop_worker(proc: subprocess.Popen, timeout: float = 30.0) -> None:
@@ -95,24 +111,27 @@ class WorkerEnv:
         self.broker_dir = tmp_path / "broker" if settings.CELERY_BROKER_URL.startswith("filesystem") else None
         if self.broker_dir is not None:
             self.env["TRACECUP_BROKER_DIR"] = str(self.broker_dir)
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | None = None  # the worker started last
+        self.procs: list[subprocess.Popen] = []
         self.starts = 0
 
     @property
     def log_path(self) -> Path:
         return self.tmp_path / f"worker{self.starts}.log"
 
-    def start(self, concurrency: int = 2) -> subprocess.Popen:
-        """Start ``celery worker`` in its own process group and wait until it is ready."""
+    def start(self, concurrency: int = 2, queues: str = queues.ALL_QUEUES) -> subprocess.Popen:
+        """Start ``celery worker`` on ``queues`` (default: every job queue) in its own process group and
+        wait until it is ready. Several may run at once (one per set of queues); :meth:`stop` stops all."""
         self.starts += 1
         log_path = self.log_path
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", str(concurrency),
-                 "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}-{self.starts}@%h"],
+                 "-Q", queues, "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}-{self.starts}@%h"],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _RUNNING.add(proc)
         self.proc = proc
+        self.procs.append(proc)
         deadline = time.time() + 90
         while "ready." not in log_path.read_text():
             if proc.poll() is not None or time.time() > deadline:
@@ -121,8 +140,8 @@ class WorkerEnv:
         return proc
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_worker(self.proc)
+        for proc in self.procs:
+            stop_worker(proc)
 
     def kill(self) -> None:
         """SIGKILL the whole worker: the main process and its pool children at once (a crashed machine)."""
@@ -152,9 +171,7 @@ class WorkerEnv:
             for f in files:
                 f.unlink()
             return len(files)
-        from contest.celery import app
-        with app.connection_for_write() as conn:
-            return conn.default_channel.queue_purge("celery") or 0
+        return purge_queues()
 
     def log(self) -> str:
         return "".join((self.tmp_path / f"worker{n}.log").read_text()[-3000:] for n in range(1, self.starts + 1))
@@ -176,8 +193,7 @@ def worker_env(transactional_db, tmp_path):
         make_local_folders(app.conf.broker_transport_options)
         reset_broker_pools(app)
     else:
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_purge("celery")
+        purge_queues()
     try:
         yield workers
     finally:

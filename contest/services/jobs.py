@@ -30,6 +30,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 
 from contest.celery import app as celery_app
 from contest.models import Job
+from contest.queues import QUEUE_OF
 from contest.services import audit
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,12 @@ BROKER_ERRORS = (BrokerOperationalError, ConnectionError, OSError)
 #: A queued job younger than this is left to the send its transaction queued on commit.
 OUTBOX_GRACE = timedelta(seconds=5)
 
+# Every kind has one queue (contest.queues): a team's upload never waits behind the judge's work.
+assert sorted(QUEUE_OF) == sorted(KINDS), "contest.queues.QUEUES must name every job kind once"
+
 #: Celery message priority per job kind (Redis: 0 is served first, 9 last); other kinds get 0.
-#: A privacy preview is a team's convenience and must never delay scoring or a phase close.
+#: A privacy preview is a team's convenience and must never delay a phase close or the judge attacks
+#: that share its queue.
 PRIORITY = {"privacy_preview": 9}
 
 
@@ -131,8 +136,8 @@ def dispatch(job_id: int, kind: str) -> bool:
     try:
         # No time limit in the message (explicit None; a signature would fill in the sender's): the worker
         # that runs the job applies its own TRACECUP_JOB_TIME_LIMIT, whatever the web process was given.
-        result = celery_app.send_task(RUN_JOB_TASK, args=(job_id,), priority=PRIORITY.get(kind, 0),
-                                      time_limit=None, soft_time_limit=None)
+        result = celery_app.send_task(RUN_JOB_TASK, args=(job_id,), queue=QUEUE_OF[kind],
+                                      priority=PRIORITY.get(kind, 0), time_limit=None, soft_time_limit=None)
     except BROKER_ERRORS as exc:
         log.warning("job %s not sent, the broker is unreachable (%s); the sweep sends it later", job_id, exc)
         return False

@@ -124,10 +124,10 @@ def test_demo_serves_on_a_fresh_machine(tmp_path):
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
-    assert "stopped web, worker and beat" in out
+    assert "stopped web, workers and beat" in out
     # no child left behind: the worker's pid files / processes are gone
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert f"demo{proc.pid}@" not in ps
+    assert f"teams{proc.pid}@" not in ps and f"judge{proc.pid}@" not in ps
 
 
 def _descendants(pid: int) -> set[int]:
@@ -157,16 +157,16 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.integration
 def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
-    """SIGTERM to `make demo` (a service manager's stop): web, worker (with its pool) and beat all gone in 10 s."""
+    """SIGTERM to `make demo` (a service manager's stop): web, both workers (with their pools) and beat all gone in 10 s."""
     # PY: this interpreter; STAMP empty: the environment is already installed
     make, _port = _start_demo(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], tmp_path)
     try:
         for _ in range(60):  # the worker forks its pool children after it starts
             everything = _descendants(make.pid)
-            if len(everything) >= 6:  # manage.py demo, web, worker + 2 pool children, beat
+            if len(everything) >= 7:  # manage.py demo, web, 2 workers + a pool child each, beat
                 break
             time.sleep(0.5)
-        assert len(everything) >= 6, everything
+        assert len(everything) >= 7, everything
         t0 = time.monotonic()
         make.send_signal(signal.SIGTERM)  # to make only, as `kill PID` would
         out, _ = make.communicate(timeout=30)
@@ -175,7 +175,7 @@ def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
             left = {p for p in left if _alive(p)}
             time.sleep(0.2)
         assert not left, f"still running 10 s after SIGTERM: {left}"
-        assert "stopped web, worker and beat" in out, out[-2000:]
+        assert "stopped web, workers and beat" in out, out[-2000:]
     finally:
         try:
             os.killpg(make.pid, signal.SIGKILL)

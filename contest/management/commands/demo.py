@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from contest import queues
 from contest.services.demo import setup_demo
 
 DEMO_YAML = Path(__file__).resolve().parents[2] / "demo.yaml"
@@ -119,9 +120,14 @@ class Command(BaseCommand):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         root = settings.BASE_DIR
         py = sys.executable
+        worker = [py, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "--without-mingle",
+                  "--without-gossip"]
         cmds = {
-            "worker": [py, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", "2",
-                       "--without-mingle", "--without-gossip", "-n", f"demo{os.getpid()}@%h"],
+            # One worker per kind of work (contest.services.jobs.QUEUES): a team's upload is scored by
+            # its own worker, never behind the judge's attacks, generation or results on the other.
+            "worker-interactive": [*worker, "-c", "1", "-Q", queues.DEFAULT_QUEUE, "-n", f"teams{os.getpid()}@%h"],
+            "worker-judge": [*worker, "-c", "1", "-Q", queues.JUDGE_QUEUES,
+                             "-n", f"judge{os.getpid()}@%h"],
             "beat": [py, "-m", "celery", "-A", "contest", "beat", "-l", "INFO"],
             "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         }
@@ -136,7 +142,8 @@ class Command(BaseCommand):
                 # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
                 procs[name] = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                                                start_new_session=True)
-            self.stdout.write(f"worker, beat and web started (logs in {log_dir}); open {base}/  -- Ctrl-C stops")
+            self.stdout.write(f"workers (teams' uploads; judge), beat and web started (logs in {log_dir}); "
+                              f"open {base}/  -- Ctrl-C stops")
             self.stdout.flush()
             while True:
                 for name, p in procs.items():
@@ -153,4 +160,4 @@ class Command(BaseCommand):
             stop_process_groups(list(procs.values()), grace=STOP_GRACE_SECONDS)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.stdout.write("stopped web, worker and beat")
+            self.stdout.write("stopped web, workers and beat")
