@@ -16,7 +16,6 @@ import atexit
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,21 +23,12 @@ import pytest
 from django.conf import settings
 
 from contest import queues
+from contest.workers import database_url, stop_process_groups, worker_command
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Worker processes started and not yet stopped (for the atexit handler).
 _RUNNING: set[subprocess.Popen] = set()
-
-
-def database_url() -> str:
-    """``DATABASE_URL`` of the database this test process uses (the worker must use the same)."""
-    from django.db import connection
-    sd = connection.settings_dict
-    if sd["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{sd['NAME']}"
-    auth = sd["USER"] + (f":{sd['PASSWORD']}" if sd.get("PASSWORD") else "")
-    return f"postgres://{auth}@{sd['HOST'] or '127.0.0.1'}:{sd['PORT'] or 5432}/{sd['NAME']}"
 
 
 def reset_broker_pools(app) -> None:
@@ -72,20 +62,7 @@ def purge_queues() -> int:
 def stop_worker(proc: subprocess.Popen, timeout: float = 30.0) -> None:
     """SIGTERM the worker's process group (warm shutdown), then SIGKILL it if it does not exit."""
     _RUNNING.discard(proc)
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
+    stop_process_groups([proc], grace=timeout)
 
 
 def _stop_all_at_exit() -> None:
@@ -126,8 +103,7 @@ class WorkerEnv:
         log_path = self.log_path
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "-c", str(concurrency),
-                 "-Q", queues, "--without-mingle", "--without-gossip", "-n", f"itest{os.getpid()}-{self.starts}@%h"],
+                worker_command(queues, concurrency, f"itest{os.getpid()}-{self.starts}"),
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _RUNNING.add(proc)
         self.proc = proc

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from contest.workers import process_tree
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -130,23 +132,6 @@ def test_demo_serves_on_a_fresh_machine(tmp_path):
     assert f"teams{proc.pid}@" not in ps and f"judge{proc.pid}@" not in ps
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (children, grandchildren...), from /proc."""
-    found, todo = set(), [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                kids = [int(k) for k in (task / "children").read_text().split()]
-            except OSError:
-                continue
-            for k in kids:
-                if k not in found:
-                    found.add(k)
-                    todo.append(k)
-    return found
-
-
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -162,7 +147,7 @@ def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
     make, _port = _start_demo(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], tmp_path)
     try:
         for _ in range(60):  # the worker forks its pool children after it starts
-            everything = _descendants(make.pid)
+            everything = set(process_tree(make.pid)) - {make.pid}
             if len(everything) >= 7:  # manage.py demo, web, 2 workers + a pool child each, beat
                 break
             time.sleep(0.5)

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand
 
 from contest import queues
 from contest.services.demo import setup_demo
+from contest.workers import stop_process_groups, worker_command
 
 DEMO_YAML = Path(__file__).resolve().parents[2] / "demo.yaml"
 
@@ -52,35 +53,6 @@ class _Stop(Exception):
 
 def _raise_stop(signum, frame):
     raise _Stop(signum)
-
-
-def stop_process_groups(procs: list[subprocess.Popen], grace: float) -> None:
-    """SIGTERM each process's group, wait up to ``grace`` seconds in all, then SIGKILL the groups left.
-
-    Whole groups, because the worker's pool children and runserver's threads
-    must go with their parents.
-    """
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-    deadline = time.monotonic() + grace
-    for p in procs:
-        try:
-            p.wait(max(deadline - time.monotonic(), 0.01))
-        except subprocess.TimeoutExpired:
-            pass
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)  # also pool children whose parent already exited
-        except ProcessLookupError:
-            pass
-        try:
-            p.wait(3)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class Command(BaseCommand):
@@ -120,14 +92,11 @@ class Command(BaseCommand):
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         root = settings.BASE_DIR
         py = sys.executable
-        worker = [py, "-m", "celery", "-A", "contest", "worker", "-l", "INFO", "--without-mingle",
-                  "--without-gossip"]
         cmds = {
-            # One worker per kind of work (contest.services.jobs.QUEUES): a team's upload is scored by
-            # its own worker, never behind the judge's attacks, generation or results on the other.
-            "worker-interactive": [*worker, "-c", "1", "-Q", queues.DEFAULT_QUEUE, "-n", f"teams{os.getpid()}@%h"],
-            "worker-judge": [*worker, "-c", "1", "-Q", queues.JUDGE_QUEUES,
-                             "-n", f"judge{os.getpid()}@%h"],
+            # One worker per kind of work (contest.queues): a team's upload is scored by its own
+            # worker, never behind the judge's attacks, generation or results on the other.
+            "worker-interactive": worker_command(queues.DEFAULT_QUEUE, 1, f"teams{os.getpid()}"),
+            "worker-judge": worker_command(queues.JUDGE_QUEUES, 1, f"judge{os.getpid()}"),
             "beat": [py, "-m", "celery", "-A", "contest", "beat", "-l", "INFO"],
             "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         }
