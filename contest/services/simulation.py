@@ -44,6 +44,7 @@ from contest.services import data, generation, judge, results, schedule, uploads
 from contest.services.setup import create_contest
 from contest.workers import process_tree, resident_mb
 from scoring.algorithms.registry import get
+from scoring.analyses import correlation
 from scoring.vocabulary import AttackKind
 
 #: Per sample anonymizer, the parameter values a simulated team picks from (one value per parameter,
@@ -414,3 +415,52 @@ def _drop_last_event(content: bytes) -> bytes:
     """The anotraces file with its last event missing: what a team's broken script sends."""
     lines = content.rstrip(b"\n").split(b"\n")
     return b"\n".join(lines[:-1]) + b"\n"
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The paper's findings (section 4.2, Fig. 8, Appendix E) measured on a published results snapshot.
+
+    ``cheat`` and ``none``: (s_I,min, s_T,min) of Cheat(1) and of no obfuscation on the round's sample
+    set; ``correlation``: Pearson R of s_I,min and s_T,min over the teams' valid final sets (``n_sets``);
+    ``fairness_sd``: per challenge, the standard deviation over teams of (s_I,min, s_T,min) of no
+    obfuscation on each team's own data (how much the data alone moves a score).
+    """
+
+    round: int
+    cheat: tuple[float, float] | None
+    none: tuple[float, float] | None
+    correlation: float
+    n_sets: int
+    fairness_sd: dict[int, tuple[float | None, float | None]]
+
+    def lines(self) -> list[str]:
+        out = [f"paper findings (round {self.round}):"]
+        if self.cheat and self.none:
+            out.append(f"  Cheat(1): s_I,min {self.cheat[0]:.3f} (no obfuscation {self.none[0]:.3f}), "
+                       f"s_T,min {self.cheat[1]:.3f} (no obfuscation {self.none[1]:.3f}); paper: nearly perfect "
+                       "against re-identification, no better than no obfuscation against trace inference")
+        out.append(f"  correlation of s_I,min and s_T,min over {self.n_sets} valid sets: R = {self.correlation:.3f} "
+                   "(paper: 0.895 over 17 teams)")
+        sds = ", ".join(f"challenge {c}: {_fmt(i)} / {_fmt(t)}" for c, (i, t) in sorted(self.fairness_sd.items()))
+        out.append(f"  fairness SD of no obfuscation (s_I,min / s_T,min): {sds} (paper: about 0.01)")
+        return out
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def findings(snapshot_data: dict, round_number: int | None = None) -> Findings:
+    """:class:`Findings` of round ``round_number`` (default: the last round in the snapshot)."""
+    rounds = [r["number"] for r in snapshot_data["standing"]["rounds"] if r["included"]]
+    number = round_number or max(rounds)
+    samples = {row["label"]: (row["s_i_min"], row["s_t_min"])
+               for row in (snapshot_data.get("sample_anonymizers") or {}).get(str(number), [])}
+    sets = [s for s in snapshot_data["sets"] if s["set"]["round"] == number and s["valid"] and not s["benchmark"]]
+    rho = correlation([s["s_i_min"] for s in sets], [s["s_t_min"] for s in sets])
+    fairness = (snapshot_data.get("analyses") or {}).get("rounds", {}).get(str(number), {}).get("fairness", [])
+    sd = {row["challenge"]: (row["sd_s_i_min"], row["sd_s_t_min"]) for row in fairness
+          if row["algorithm"] == "A1-none"}
+    return Findings(round=number, cheat=samples.get("Cheat(1)"), none=samples.get("No obfuscation"),
+                    correlation=rho, n_sets=len(sets), fairness_sd=sd)

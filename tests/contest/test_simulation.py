@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from contest import queues
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, JudgeAttackResult, PublicSet
 from contest.services import results
-from contest.services.simulation import JUDGE_STAGES, Plan, Simulation
+from contest.services.simulation import JUDGE_STAGES, Plan, Simulation, findings
 from tests.worker import worker_env  # noqa: F401  (fixture)
 
 
@@ -65,6 +65,21 @@ def test_a_small_contest_runs_through_real_workers_and_publishes_awards(worker_e
     # the jobs ran on the workers, not here: each stage measured a worker process
     assert all(s.peak_mb_workers and s.peak_mb_workers > 50 for s in report.stages), report.table()
     assert any("results" in line and "final" in line for line in lines)
+    assert_paper_findings(report)
+
+
+def assert_paper_findings(report) -> None:
+    """Paper 4.2 / Fig. 8 / Appendix E on the simulated contest, at a size where one user is 0.01:
+    Cheat(1) nearly perfect against re-identification and no better than no obfuscation against trace
+    inference; s_I,min and s_T,min positively correlated over the teams' sets (measured R = 0.85 here,
+    paper 0.895); the fairness SD of no obfuscation small (0.05-0.09 at 100 users; paper ~0.01 at 2000)."""
+    found = findings(results.published_snapshot(report.contest).data)
+    cheat, none = found.cheat, found.none
+    assert cheat[0] >= 0.9 and cheat[0] >= none[0] + 0.1, found
+    assert cheat[1] <= none[1] + 0.05, found
+    assert found.n_sets >= 6 and found.correlation > 0.3, found
+    assert set(found.fairness_sd) == {1, 2}
+    assert all(0 <= sd < 0.15 for pair in found.fairness_sd.values() for sd in pair), found
 
 
 @pytest.mark.django_db(transaction=True)
@@ -73,6 +88,7 @@ def test_the_command_plays_two_rounds_inline_and_prints_the_stage_table():
     call_command("simulate_contest", teams=3, users=30, rounds=2, seed=3, slug="sim-cmd", stdout=out)
     text = out.getvalue()
     assert text.rstrip().splitlines()[-1].startswith("whole round: ")
+    assert "paper findings (round 2):" in text and "correlation of s_I,min and s_T,min over" in text
     for stage in JUDGE_STAGES + ("anonymize (teams)", "attack (teams)"):
         assert f" {stage} " in text
     contest = Contest.objects.get(slug="sim-cmd")

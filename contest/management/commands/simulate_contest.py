@@ -23,7 +23,15 @@ from tqdm import tqdm
 
 from contest import queues
 from contest.celery import app as celery_app
-from contest.services.simulation import ANONYMIZER_CHOICES, DEFAULT_ANONYMIZERS, DEFAULT_ATTACKS, Plan, Simulation
+from contest.services import results
+from contest.services.simulation import (
+    ANONYMIZER_CHOICES,
+    DEFAULT_ANONYMIZERS,
+    DEFAULT_ATTACKS,
+    Plan,
+    Simulation,
+    findings,
+)
 from contest.workers import start_worker, stop_process_groups
 
 
@@ -88,6 +96,9 @@ class Command(BaseCommand):
             stop_process_groups(procs, grace=10)
         self.stdout.write("")
         self.stdout.write(report.table())
+        snap = results.published_snapshot(report.contest)
+        for line in findings(snap.data).lines():
+            self.stdout.write(line)
         self.stdout.write(f"contest: /c/{report.contest.slug}/")
         self.stdout.write(f"whole round: {report.whole_round_seconds():.1f} s")
 
