@@ -103,6 +103,11 @@ class JudgeAttackResultAdmin(ReadOnlyAdmin):
     list_display = ("public_set", "algorithm", "score", "seed", "current", "created_at")
 
 
+@admin.register(m.RoundFigures)
+class RoundFiguresAdmin(ReadOnlyAdmin):
+    list_display = ("round", "part", "computed_at", "inputs")
+
+
 @admin.register(m.Score)
 class ScoreAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "metric", "value", "anonymized_set", "attack", "judge_attack", "current", "computed_at")

@@ -388,6 +388,24 @@ class Attack(models.Model):
         return f"{self.kind} by team{self.attacker.number:03d} on {self.target.dataset.label} #{self.seq}"
 
 
+class RoundFigures(models.Model):
+    """A figure of a round's generated data alone (fairness of one challenge, the sample anonymizers),
+    computed once by a ``round_figures`` job (contest.services.round_figures); ``inputs`` is the
+    SHA-256 of what it depends on, so a stale row is recomputed, never shown."""
+
+    round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="figures")
+    part = models.CharField(max_length=40, help_text="fairness-<challenge> or sample_anonymizers")
+    inputs = models.CharField(max_length=64)
+    data = models.JSONField(null=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["round", "part"], name="round_figures_unique")]
+
+    def __str__(self):
+        return f"{self.round} / {self.part}"
+
+
 class JudgeAttackResult(models.Model):
     """One run of a judge sample attack on a public set, with its output file."""
 

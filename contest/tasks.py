@@ -16,6 +16,7 @@ from contest.services import (  # noqa: F401 (register handlers)
     judge,
     previews,
     results,
+    round_figures,
     schedule,
     uploads,
 )

@@ -29,16 +29,16 @@ Decisions where SPEC 13 is silent:
   (No obfuscation, MRLH(1,1,0.5), RR(1), PL(1,1)) run on every team's
   original traces of each challenge, attacked by the judge attacks exactly as
   for Fig. 8 (:func:`contest.services.samples.evaluate_sample_anonymizers`); the
-  population SD over teams of s_I,min and s_T,min.
+  population SD over teams of s_I,min and s_T,min. It depends on the round's data
+  alone, so a job computes it once per round (:mod:`contest.services.round_figures`).
 """
 from __future__ import annotations
 
 import logging
 
 from contest.models import AnonymizedSet, Contest, Dataset, Round
-from contest.services import data, storage
-from contest.services.samples import evaluate_sample_anonymizers
-from scoring.analyses import fairness, reference_baseline, uniform_baseline, utility_analyses
+from contest.services import data, round_figures, storage
+from scoring.analyses import reference_baseline, uniform_baseline, utility_analyses
 from scoring.seeds import derived_seed
 from synth.city import CityModel
 from synth.methods import CONTEST_SYNTHESIZERS
@@ -48,14 +48,6 @@ log = logging.getLogger(__name__)
 #: TM-EMD's sliced-W1 directions and their seed (SPEC 13).
 N_PROJECTIONS = 50
 PROJECTION_SEED = 0
-
-#: Paper Appendix E, Table 2: (label, registered anonymizer, parameters).
-FAIRNESS_ANONYMIZERS = (
-    ("No obfuscation", "A1-none", {}),
-    ("MRLH(1,1,0.5)", "A2-MRLH", {"mu_x": 1, "mu_y": 1, "lambda": 0.5}),
-    ("RR(1)", "A3-kRR", {"eps": 1.0}),
-    ("PL(1,1)", "A4-PL", {"l": 1.0, "r": 1.0}),
-)
 
 _POI_CACHE: dict = {}
 
@@ -125,26 +117,6 @@ def utility_rows(contest: Contest, round_: Round, pois=None) -> list[dict]:
     return rows
 
 
-def fairness_rows(contest: Contest, round_: Round, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
-    """Per challenge and fixed sample anonymizer: SD over teams of s_I,min and s_T,min (paper Appendix E)."""
-
-    out = []
-    datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)
-                    .select_related("round__contest", "original", "reference").order_by("challenge", "number"))
-    for challenge in sorted({d.challenge for d in datasets}):
-        per_team = {d.number: evaluate_sample_anonymizers(contest, d, configs)
-                    for d in datasets if d.challenge == challenge}
-        for i, (label, name, params) in enumerate(configs):
-            s_i = {t: r[i]["s_i_min"] for t, r in per_team.items()}
-            s_t = {t: r[i]["s_t_min"] for t, r in per_team.items()}
-            sd_i, sd_t = fairness(s_i), fairness(s_t)
-            out.append({"challenge": challenge, "label": label, "algorithm": name, "params": params,
-                        "n_teams": len(per_team),
-                        "sd_s_i_min": None if sd_i != sd_i else sd_i, "sd_s_t_min": None if sd_t != sd_t else sd_t,
-                        "teams": {str(t): [s_i[t], s_t[t]] for t in sorted(per_team)}})
-    return out
-
-
 def contest_analyses(contest: Contest) -> dict:
     """Every round's utility analyses and fairness figures (see the module docstring for the shape)."""
     pois = poi_regions(contest)
@@ -152,7 +124,8 @@ def contest_analyses(contest: Contest) -> dict:
     for rnd in Round.objects.filter(contest=contest).order_by("number"):
         if not Dataset.objects.filter(round=rnd).exists():
             continue
-        rounds[str(rnd.number)] = {"utility": utility_rows(contest, rnd, pois), "fairness": fairness_rows(contest, rnd)}
+        rounds[str(rnd.number)] = {"utility": utility_rows(contest, rnd, pois),
+                                   "fairness": round_figures.fairness_for(rnd)}  # stored once per round
     seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
     return {"rounds": rounds, "n_projections": N_PROJECTIONS, "seed": PROJECTION_SEED,
             "poi_source": None if pois is None else f"city model (seed {seed}, {len(pois)} POIs)"}

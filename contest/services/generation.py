@@ -41,7 +41,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import audit, data, figures, jobs, storage
+from contest.services import audit, data, figures, jobs, round_figures, storage
 from scoring.traces import Traces
 from synth.city import CityModel
 from synth.generate import generate_round
@@ -205,6 +205,9 @@ def synthesizer_summary(manifest: dict) -> dict | None:
 def generate_round_job(job, round_id: int) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     datasets = generate_round_data(round_, user=job.created_by, job=job)
+    # The round's data-only figures (fairness, sample anonymizers) are computed now, once, while the
+    # teams anonymize; the results snapshots read them (contest.services.round_figures).
+    round_figures.request(round_, user=job.created_by)
     return f"{len(datasets)} datasets for {round_.name}"
 
 

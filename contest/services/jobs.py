@@ -46,6 +46,7 @@ KINDS = (
     "rescore",              # contest.services.results: one re-scoring job per scored object
     "privacy_preview",      # contest.services.previews: the team's private preview of a valid set
     "email_announcement",   # contest.services.announcements: an announcement by e-mail to every member
+    "round_figures",        # contest.services.round_figures: fairness / sample anonymizers of a round's data
 )
 
 #: The Celery task that runs every job (contest.tasks.run_job), named so this module needn't import it.

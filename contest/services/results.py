@@ -34,7 +34,7 @@ from contest.models import (
     Round,
     Score,
 )
-from contest.services import analyses, audit, jobs, samples
+from contest.services import analyses, audit, jobs, round_figures
 from scoring.results import (
     BEST_ANONYMIZER,
     BEST_ANONYMIZER_REID,
@@ -214,7 +214,7 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None) -
     rounds = included_rounds(contest, through_round)
     res, payload = _payload(contest, rounds)
     payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
-    payload["sample_anonymizers"] = samples.for_snapshot(contest)  # paper Fig. 8, per round
+    payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(contest)  # paper Fig. 8
     payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}

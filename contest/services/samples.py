@@ -6,24 +6,19 @@ the contest with the sample set's reference traces R, exactly as the judge
 attacks a team's set; s_I,min and s_T,min are the minima over those attacks.
 Everything is deterministic given the contest's seed.
 
-Where this runs: in the results job (:func:`for_snapshot`, called by
-``contest.services.results.snapshot``), which stores it in the snapshot under
-``"sample_anonymizers"``; the plots page only reads it (a page never runs an
-algorithm).
+Where this runs: once per round in a ``round_figures`` job
+(:mod:`contest.services.round_figures`), read by the results job into the
+snapshot under ``"sample_anonymizers"``; the plots page only reads it (a page
+never runs an algorithm).
 """
 from __future__ import annotations
 
-import logging
-
-from contest.models import Dataset
 from contest.services import data
 from scoring.algorithms.registry import get
 from scoring.pseudonymize import pseudonymize
 from scoring.scores import utility
 from scoring.seeds import derived_seed
 from scoring.vocabulary import AttackKind
-
-log = logging.getLogger(__name__)
 
 #: (label as in the paper's Fig. 8, registered anonymizer, parameters)
 DEFAULT_SAMPLE_ANONYMIZERS = (
@@ -71,30 +66,4 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
             (s_i if attack.kind == AttackKind.REIDENTIFICATION else s_t).append(value)
         out.append({"label": label, "algorithm": name, "params": params, "s_u": s_u, "valid": s_u >= contest.s_req,
                     "s_i_min": min(s_i) if s_i else 1.0, "s_t_min": min(s_t) if s_t else 1.0})
-    return out
-
-
-def sample_anonymizers_for(contest, round_number: int) -> list[dict] | None:
-    """Fig. 8 data for the round's first sample set (None: the round has no sample set)."""
-    dataset = (Dataset.objects.filter(round__contest=contest, round__number=round_number, kind=Dataset.SAMPLE)
-               .select_related("reference", "original", "round").order_by("number", "challenge").first())
-    if dataset is None:
-        return None
-    return evaluate_sample_anonymizers(contest, dataset)
-
-
-def for_snapshot(contest) -> dict:
-    """``{"<round>": [row, ...]}`` of every round with a sample set, for the results snapshot.
-
-    A failure is recorded, not raised (as for the analyses), so the results are never held back.
-    """
-    out = {}
-    try:
-        for number in contest.rounds.order_by("number").values_list("number", flat=True):
-            rows = sample_anonymizers_for(contest, number)
-            if rows is not None:
-                out[str(number)] = rows
-    except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored
-        log.exception("sample anonymizers of contest %s failed", contest.slug)
-        return {"error": f"{type(exc).__name__}: {exc}"}
     return out

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from contest.models import AnonymizedSet, Dataset
-from contest.services import analyses, results, storage
+from contest.services import analyses, results, round_figures, storage
 from tests.contest.conftest import upload_all_and_close
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):
     # fairness: SD over the three teams of the judge-attack minima, per challenge and anonymizer
     fair = stored["rounds"]["1"]["fairness"]
     assert {(f["challenge"], f["label"]) for f in fair} == {
-        (ch, label) for ch in (1, 2) for label, _n, _p in analyses.FAIRNESS_ANONYMIZERS}
+        (ch, label) for ch in (1, 2) for label, _n, _p in round_figures.FAIRNESS_ANONYMIZERS}
     for f in fair:
         assert f["n_teams"] == 3 and sorted(f["teams"]) == ["1", "2", "3"]
         s_i = [v[0] for v in f["teams"].values()]
@@ -65,9 +65,9 @@ def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):
     # the reused Fig. 8 evaluation is what each team's entry holds
     from contest.services.samples import evaluate_sample_anonymizers
     ds = Dataset.objects.get(round__contest=contest, number=2, challenge=1)
-    direct = evaluate_sample_anonymizers(contest, ds, analyses.FAIRNESS_ANONYMIZERS)
+    direct = evaluate_sample_anonymizers(contest, ds, round_figures.FAIRNESS_ANONYMIZERS)
     for f in (f for f in fair if f["challenge"] == 1):
-        i = [c[0] for c in analyses.FAIRNESS_ANONYMIZERS].index(f["label"])
+        i = [c[0] for c in round_figures.FAIRNESS_ANONYMIZERS].index(f["label"])
         assert f["teams"]["2"] == [direct[i]["s_i_min"], direct[i]["s_t_min"]]
 
 
