@@ -29,6 +29,7 @@ memory of this process and of the workers (sampled from /proc).
 """
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import threading
@@ -86,6 +87,7 @@ class Plan:
     invalid_share: float = 0.1  # share of anonymized uploads preceded by a broken file
     synthesizer: str = "city"
     slug: str = ""
+    open_rounds: int = 0        # the last rounds are generated but left open to uploads (not played)
 
     def check(self) -> None:
         """Refuse what cannot be simulated, naming the option."""
@@ -95,6 +97,8 @@ class Plan:
             raise ValueError(f"users: {self.users} is not between 10 and 100000")
         if not 1 <= self.days <= 60 or not 1 <= self.rounds <= 5:
             raise ValueError("days must be 1-60 and rounds 1-5")
+        if not 0 <= self.open_rounds < self.rounds:
+            raise ValueError(f"open_rounds: {self.open_rounds} must leave at least one of {self.rounds} round(s) played")
         for name in self.anonymizers:
             if name not in ANONYMIZER_CHOICES:
                 raise ValueError(f"anonymizers: {name!r} is not one of {', '.join(ANONYMIZER_CHOICES)}")
@@ -128,9 +132,16 @@ class Report:
     stages: list[Stage] = field(default_factory=list)
 
     def whole_round_seconds(self, round_number: int | None = None) -> float:
-        """The judge's wall time (teams' own computing excluded) of one round, or of the last one."""
-        number = round_number or max(s.round for s in self.stages)
+        """The judge's wall time (teams' own computing excluded) of one round, or of the last one played."""
+        number = round_number or max(s.round for s in self.stages if s.name == "results")
         return sum(s.seconds for s in self.stages if s.judge and s.round == number)
+
+    def summary_lines(self) -> list[str]:
+        """What the command prints at the end: the stage table, the paper's findings on the published
+        results, the contest's address and ``whole round: <s> s``."""
+        snap = results.published_snapshot(self.contest)
+        return ["", self.table(), *findings(snap.data).lines(), f"contest: /c/{self.contest.slug}/",
+                f"whole round: {self.whole_round_seconds():.1f} s"]
 
     def table(self) -> str:
         """The stage table as printed by the command (and kept in the README for the full size)."""
@@ -222,7 +233,7 @@ class Simulation:
                 self.wait_for_jobs(contest, before, "generation")
                 st.count = Dataset.objects.filter(round=rnd).count()
                 st.note = f"{st.count} data sets ({contest.synthesizer})"
-        for rnd in rounds:
+        for rnd in rounds[:len(rounds) - self.plan.open_rounds]:
             self.play_round(rnd)
         return self.report
 
@@ -328,7 +339,8 @@ class Simulation:
                                                  **algorithm.axis_params(axis))
                         content = (data.etable_csv(estimate) if kind is AttackKind.REIDENTIFICATION
                                    else data.etraces_csv(estimate))
-                        planned_attacks.append((team, ps, kind.file_kind, content, name))
+                        # sent gzipped, as teams do with big files (and the plan holds hundreds of them)
+                        planned_attacks.append((team, ps, kind.file_kind, gzip.compress(content, 1), name))
                 bar.update(1)
             bar.close()
             st.count = len(planned_attacks)
@@ -339,7 +351,7 @@ class Simulation:
             teams = {t.number: t for t in contest.teams.all()}
             for team, ps, kind, content, name in planned_attacks:
                 uploads.submit_attack(user=members[team], attacker=teams[team], target=ps, kind=kind,
-                                      content=content, name=f"{kind}_{ps.dataset.label}_{name}.csv")
+                                      content=content, name=f"{kind}_{ps.dataset.label}_{name}.csv.gz")
             if planned_attacks:
                 self.wait_for_jobs(contest, before, "attack scoring")
             scored = Attack.objects.filter(target__dataset__round=rnd)

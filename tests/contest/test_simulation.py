@@ -12,7 +12,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from contest import queues
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, JudgeAttackResult, PublicSet
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, JudgeAttackResult, PublicSet, RoundFigures
 from contest.services import results
 from contest.services.simulation import JUDGE_STAGES, Plan, Simulation, findings
 from tests.worker import worker_env  # noqa: F401  (fixture)
@@ -38,6 +38,9 @@ def assert_played(report, plan: Plan) -> None:
         contest.judge_attacks)
     attacks = Attack.objects.filter(target__dataset__round__contest=contest)
     assert attacks.exists() and not attacks.exclude(status=Attack.VALID).exists()
+    # the round's data-only figures (fairness per challenge, sample anonymizers) computed once, by jobs
+    assert RoundFigures.objects.filter(round__contest=contest).count() == 3 * plan.rounds
+    assert Job.objects.filter(contest=contest, kind="round_figures").count() == 3 * plan.rounds
     snap = results.published_snapshot(contest)
     assert snap is not None and snap.data["standing"]["final"]
     assert {a.award for a in snap.awards.all()} >= {"overall-1", "overall-2", "overall-3",
