@@ -9,12 +9,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench venv clean help
+.PHONY: demo test bench bench-full venv clean help
 
 help:
 	@echo "make demo   - set up and run the platform with a ready demo contest (web + Celery worker)"
 	@echo "make test   - set up and run the whole test suite"
 	@echo "make bench  - print the speed and memory figures of the judge and the synthesizer"
+	@echo "make bench-full - a 2019-size round through the real pipeline, then the pages under load"
 	@echo "make clean  - remove the virtual environment and local state (var/)"
 
 venv: $(STAMP)
@@ -41,6 +42,9 @@ bench: $(DEV_STAMP)
 	$(PY) -m scoring.algorithms.bench
 	$(PY) -m synth.bench
 	$(PY) -m contest.bench_hostile
+
+bench-full: $(DEV_STAMP)
+	$(PY) -m contest.bench_full $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -55,6 +55,22 @@ def start_worker(queues: str, concurrency: int, name: str, log_path: Path, env: 
     return proc
 
 
+def start_contest_workers(judge_processes: int, log_dir: Path, tag: str) -> list[subprocess.Popen]:
+    """The workers of a contest as the demo and docker-compose run them: one process on the teams' queue
+    and ``judge_processes`` on the judge's queues (``contest.queues``); logs ``<tag>-teams.log`` and
+    ``<tag>-judge.log`` in ``log_dir``. Stop them with :func:`stop_process_groups`."""
+    from contest import queues  # noqa: PLC0415 (pure data; kept beside its only use here)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    procs = [start_worker(queues.DEFAULT_QUEUE, 1, f"{tag}{os.getpid()}-teams", log_dir / f"{tag}-teams.log")]
+    try:
+        procs.append(start_worker(queues.JUDGE_QUEUES, judge_processes, f"{tag}{os.getpid()}-judge",
+                                  log_dir / f"{tag}-judge.log"))
+    except Exception:
+        stop_process_groups(procs, grace=5)
+        raise
+    return procs
+
+
 def stop_process_groups(procs: list[subprocess.Popen], grace: float) -> None:
     """SIGTERM each process's group, wait up to ``grace`` seconds in all, then SIGKILL the groups left.
 

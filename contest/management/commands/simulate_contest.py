@@ -13,7 +13,6 @@ judge's wall time for the last round (the teams' own computing excluded).
 """
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -21,18 +20,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from contest import queues
 from contest.celery import app as celery_app
-from contest.services import results
-from contest.services.simulation import (
-    ANONYMIZER_CHOICES,
-    DEFAULT_ANONYMIZERS,
-    DEFAULT_ATTACKS,
-    Plan,
-    Simulation,
-    findings,
-)
-from contest.workers import start_worker, stop_process_groups
+from contest.services.simulation import ANONYMIZER_CHOICES, DEFAULT_ANONYMIZERS, DEFAULT_ATTACKS, Plan, Simulation
+from contest.workers import start_contest_workers, stop_process_groups
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -47,6 +37,8 @@ class Command(BaseCommand):
         parser.add_argument("--users", type=int, default=100, help="users per data set (2019: 2000)")
         parser.add_argument("--days", type=int, default=2, help="days of reference and of original traces (2019: 20)")
         parser.add_argument("--rounds", type=int, default=1)
+        parser.add_argument("--open-rounds", type=int, default=0,
+                            help="leave the last rounds generated but open to uploads (not played)")
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--synthesizer", default="city", help="city (built-in model) or ppmtf")
         parser.add_argument("--anonymizers", default=",".join(DEFAULT_ANONYMIZERS),
@@ -69,7 +61,8 @@ class Command(BaseCommand):
             plan = Plan(teams=opts["teams"], users=opts["users"], days=opts["days"], rounds=opts["rounds"],
                         seed=opts["seed"], anonymizers=_names(opts["anonymizers"]), attacks=_names(opts["attacks"]),
                         attack_share=opts["attack_share"], invalid_share=opts["invalid_share"],
-                        synthesizer=opts["synthesizer"], slug=opts["slug"])
+                        synthesizer=opts["synthesizer"], slug=opts["slug"],
+                        open_rounds=opts["open_rounds"])
             plan.check()
         except (ValueError, LookupError) as exc:
             raise CommandError(str(exc)) from None
@@ -81,7 +74,9 @@ class Command(BaseCommand):
             if opts["external_workers"]:
                 mode = "workers already running"
             elif workers:
-                procs = self._start_workers(workers)
+                log_dir = Path(settings.VAR_DIR) / "logs"
+                self.stdout.write(f"starting workers (logs in {log_dir}/simulate-*.log) ...")
+                procs = start_contest_workers(workers, log_dir, "simulate")
                 mode = f"{workers} judge worker process(es) + 1 for uploads"
             else:
                 celery_app.conf.task_always_eager = True
@@ -94,27 +89,9 @@ class Command(BaseCommand):
         finally:
             celery_app.conf.task_always_eager = eager
             stop_process_groups(procs, grace=10)
-        self.stdout.write("")
-        self.stdout.write(report.table())
-        snap = results.published_snapshot(report.contest)
-        for line in findings(snap.data).lines():
+        for line in report.summary_lines():
             self.stdout.write(line)
-        self.stdout.write(f"contest: /c/{report.contest.slug}/")
-        self.stdout.write(f"whole round: {report.whole_round_seconds():.1f} s")
 
     def _bar(self, total: int, description: str):
         return tqdm(total=total, desc=description, file=sys.stderr, leave=False, dynamic_ncols=True,
                     disable=None)  # None: no bar when stderr is not a terminal (logs, CI)
-
-    def _start_workers(self, n: int) -> list:
-        log_dir = Path(settings.VAR_DIR) / "logs"
-        log_dir.mkdir(parents=True, exist_ok=True)
-        tag = f"sim{os.getpid()}"
-        self.stdout.write(f"starting workers (logs in {log_dir}/simulate-*.log) ...")
-        procs = [start_worker(queues.DEFAULT_QUEUE, 1, f"{tag}-teams", log_dir / "simulate-teams.log")]
-        try:
-            procs.append(start_worker(queues.JUDGE_QUEUES, n, f"{tag}-judge", log_dir / "simulate-judge.log"))
-        except Exception:
-            stop_process_groups(procs, grace=5)
-            raise
-        return procs

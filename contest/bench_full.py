@@ -1,0 +1,236 @@
+"""``make bench-full``: a 2019-size round through the real pipeline, then the pages under load.
+
+1. **Whole round.** ``simulate_contest`` at the 2019 size (20 teams, 2000
+   users, 20 + 20 days, two challenges) with 2 judge worker processes and one
+   for the teams' uploads: generation, 40 uploads scored, pseudonymization, the
+   six judge attacks on every valid set, the teams' cross attacks scored, the
+   results with the fairness check and the analyses, published. Two rounds are
+   created; the second is generated and left open, so a team can upload during
+   the load test (its generation is not part of the round's figure).
+2. **Pages under load.** gunicorn on loopback serves the published contest;
+   ``--clients`` concurrent clients (an asyncio client, httpx) request the public
+   pages and a team's dashboard for ``--seconds`` while an 80 MB anonymized set
+   (MRLH with 16 x 16 blocks, no deletion: the 2019 ``A2-4-4-0`` shape) is uploaded
+   through the API and scored by the teams' worker.
+
+The embedded default (SQLite, filesystem broker) runs in a private folder;
+with ``DATABASE_URL`` and ``CELERY_BROKER_URL`` set it runs on PostgreSQL and
+Redis. The output ends with the lines ``whole round: <s> s``,
+``public pages p95: <ms> ms`` and ``team dashboard p95: <ms> ms``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: What one simulated visitor asks for, in turn (the public pages of a published contest).
+PUBLIC_PAGES = ("/c/{slug}/", "/c/{slug}/leaderboard/", "/c/{slug}/attack-matrix/", "/c/{slug}/awards/",
+                "/c/{slug}/leaderboard/?round=1")
+TEAM_PAGES = ("/c/{slug}/team/",)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _environment(folder: Path) -> str:
+    """Point this process (and the processes it starts) at the bench's database and broker."""
+    if os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"):
+        where = f"{os.environ['DATABASE_URL'].split('@')[-1]} + {os.environ['CELERY_BROKER_URL'].split('@')[-1]}"
+    else:
+        os.environ.update(DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}", CELERY_BROKER_URL="filesystem://",
+                          TRACECUP_BROKER_DIR=str(folder / "broker"))
+        where = f"SQLite + filesystem broker in {folder}"
+    os.environ.update(TRACECUP_VAR_DIR=str(folder), DJANGO_SETTINGS_MODULE="contest.settings",
+                      CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
+    return where
+
+
+async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, seconds: float,
+                max_requests: int) -> list[tuple[str, float, int]]:
+    """``clients`` concurrent loops over ``paths`` ((group, path, cookies)) for ``seconds`` (and at most
+    ``max_requests`` in all); returns (group, seconds, status) per request. Loopback only."""
+    import httpx
+    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"
+    results: list[tuple[str, float, int]] = []
+    deadline = time.monotonic() + seconds
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+
+    async def visitor(n: int, client_by_group: dict) -> None:
+        i = n
+        while time.monotonic() < deadline and len(results) < max_requests:
+            group, path, _cookies = paths[i % len(paths)]
+            i += 1
+            t0 = time.perf_counter()
+            try:
+                r = await client_by_group[group].get(path)
+                status = r.status_code
+            except httpx.HTTPError:
+                status = 0
+            results.append((group, time.perf_counter() - t0, status))
+
+    clients_by_group = {}
+    for group, _path, cookies in paths:
+        if group not in clients_by_group:
+            clients_by_group[group] = httpx.AsyncClient(base_url=base, cookies=cookies, limits=limits,
+                                                        timeout=30.0, follow_redirects=False)
+    try:
+        await asyncio.gather(*(visitor(n, clients_by_group) for n in range(clients)))
+    finally:
+        for c in clients_by_group.values():
+            await c.aclose()
+    return results
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--teams", type=int, default=20)
+    parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--days", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2, help="judge worker processes")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--folder", default="", help="keep the bench's files here (default: a temporary folder)")
+    args = parser.parse_args(argv)
+
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    where = _environment(folder)
+    import django
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+    from tqdm import tqdm
+
+    from contest.models import AnonymizedSet, Dataset, Membership
+    from contest.services import data
+    from contest.services.simulation import Plan, Simulation
+    from contest.workers import resident_mb, start_contest_workers, stop_process_groups
+    from scoring.algorithms.registry import get
+
+    print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
+          f"judge on {args.workers} worker processes, uploads on 1", flush=True)
+    call_command("migrate", interactive=False, verbosity=0)
+    logs = folder / "logs"
+    plan = Plan(teams=args.teams, users=args.users, days=args.days, rounds=2, open_rounds=1, seed=2019,
+                slug=f"bench-{args.teams}t-{args.users}u-{int(time.time())}")
+    procs = start_contest_workers(args.workers, logs, "bench")  # kept for the load test: the upload is scored
+    try:
+        report = Simulation(plan, log=lambda line: print(line, flush=True),
+                            progress=lambda total, desc: tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
+                                                              disable=None),
+                            worker_pids=lambda: [p.pid for p in procs[:2]]).run()
+    except BaseException:
+        stop_process_groups(procs, grace=10)
+        raise
+    contest, slug = report.contest, report.contest.slug
+
+    # ----- pages under load while an 80 MB upload is scored
+    member = Membership.objects.filter(team__contest=contest).select_related("user", "team").order_by("pk").first()
+    browser = Client()
+    browser.force_login(member.user)
+    team_cookies = {"sessionid": browser.cookies["sessionid"].value}
+    token = Token.objects.get_or_create(user=member.user)[0].key
+    ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
+                                                                  team=member.team, challenge=1)
+    grid = contest.grid()
+    mrlh = get("A2-MRLH")
+    big = data.anotraces_csv(mrlh.run(grid, data.traces(ds.original, grid), seed=1, mu_x=4, mu_y=4,
+                                      **{"lambda": 0.0}))
+    big_name = "A2-4-4-0.csv"
+    if len(big) > contest.upload_size_limit // 2:  # sent gzipped as the 2019 file was (A2-4-4-0.csv.gz)
+        big, big_name = gzip.compress(big, 6), big_name + ".gz"
+    big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name})"
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with open(logs / "bench-web.log", "w") as log:
+            web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
+                                    "-w", str(args.web_workers), "-k", "gthread", "--threads", "8",
+                                    "--timeout", "300"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        procs.append(web)
+        import httpx
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
+            time.sleep(0.3)
+        paths = [("public", p.format(slug=slug), {}) for p in PUBLIC_PAGES]
+        paths += [("team", p.format(slug=slug), team_cookies) for p in TEAM_PAGES]
+        for group, path, cookies in paths:  # warm up: one request each (imports, first queries)
+            assert httpx.get(base + path, cookies=cookies, timeout=60).status_code == 200, (group, path)
+
+        upload_result = {}
+
+        def upload() -> None:
+            t0 = time.perf_counter()
+            r = httpx.post(f"{base}/api/datasets/{ds.pk}/anonymized-sets/", headers={"Authorization": f"Token {token}"},
+                           files={"file": (big_name, big, "application/octet-stream")}, timeout=300)
+            upload_result["answer"] = (r.status_code, time.perf_counter() - t0)
+
+        import threading
+        sender = threading.Thread(target=upload)
+        print(f"# load: {args.clients} clients for {args.seconds:.0f} s on {len(paths)} pages, gunicorn "
+              f"{args.web_workers} x 8 threads; a {big_label} scored meanwhile", flush=True)
+        sender.start()
+        t_load = time.perf_counter()
+        rows = asyncio.run(_load(base, paths, args.clients, args.seconds, max_requests=500_000))
+        load_seconds = time.perf_counter() - t_load
+        sender.join()
+        aset = AnonymizedSet.objects.filter(dataset=ds).order_by("-pk").first()
+        wait_until = time.time() + 600
+        while aset.status == AnonymizedSet.PENDING and time.time() < wait_until:
+            time.sleep(0.5)
+            aset.refresh_from_db()
+        scored_after = (aset.scored_at - aset.created_at).total_seconds() if aset.scored_at else None
+        web_mb = resident_mb(web.pid)
+    finally:
+        stop_process_groups(procs, grace=10)
+
+    print(f"\n{'pages':<8} {'requests':>9} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'errors':>7}")
+    summary = {}
+    for group in ("public", "team"):
+        times = [t * 1000 for g, t, _s in rows if g == group]
+        errors = sum(1 for g, _t, s in rows if g == group and s != 200)
+        summary[group] = _p(times, 95)
+        print(f"{group:<8} {len(times):>9} {len(times) / load_seconds:>7.1f} {_p(times, 50):>7.0f} "
+              f"{_p(times, 95):>7.0f} {_p(times, 99):>7.0f} {errors:>7}")
+    status, upload_s = upload_result.get("answer", (None, 0.0))
+    scored = f"{scored_after:.1f} s after it was stored" if scored_after is not None else "(not scored)"
+    print(f"{big_label}: answered {status} in {upload_s:.1f} s, scored {aset.status} {scored}; "
+          f"web master {web_mb:.0f} MB")
+    for line in report.summary_lines()[1:-1]:
+        print(line)
+    print(f"whole round: {report.whole_round_seconds():.1f} s")
+    print(f"public pages p95: {summary['public']:.0f} ms")
+    print(f"team dashboard p95: {summary['team']:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
