@@ -73,7 +73,12 @@ def test_no_second_decompressor_in_the_platform():
         tree = ast.parse(path.read_text())
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        assert not names & {"gzip", "zipfile"}, f"{path} imports {names & {'gzip', 'zipfile'}}"
+        # writing a .gz as a team does (the simulation, the benchmark) is no decompressor: gzip.compress only
+        used = {ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id in ("gzip", "zipfile")}
+        from_imports = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert "zipfile" not in names and not from_imports & {"gzip", "zipfile"} and used <= {"gzip.compress"}, \
+            f"{path} uses {used or names}"
         calls = {ast.unparse(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
         assert not {c for c in calls if c.startswith(("zlib.decompressobj", "zlib.decompress"))} or \
             path.name == "storage.py", f"{path} inflates data itself"
