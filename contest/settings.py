@@ -138,6 +138,14 @@ TEMPLATES = [{
     ]},
 }]
 
+# ----- cache ----------------------------------------------------------------
+# The results pages cache their rendered tables under the snapshot's id (a publish makes a new
+# snapshot, so a new key: nothing to invalidate). CACHE_URL (e.g. redis://127.0.0.1:6379/2) shares
+# them between web processes; by default each process keeps its own in memory.
+CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
+#: Seconds a rendered results table stays cached (its key already changes with every snapshot).
+TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", default=3600)
+
 # ----- database -------------------------------------------------------------
 DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
 DATABASES = {"default": env.db_url_config(DATABASE_URL)}

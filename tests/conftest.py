@@ -22,3 +22,11 @@ def pwscup2019() -> Path:
 def osaka_grid(pwscup2019):
     from scoring.grid import Grid
     return Grid.from_info_region(pwscup2019 / "osaka" / "info_region.csv")
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with an empty cache (the results pages cache their tables in it)."""
+    from django.core.cache import cache
+    cache.clear()
+    yield

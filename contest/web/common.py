@@ -7,6 +7,7 @@ only turn a denial into a 403: :func:`require`).
 from __future__ import annotations
 
 import csv
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -199,7 +200,7 @@ def team_names(contest: Contest) -> dict[int, str]:
 class ResultsView:
     """Read helpers over a snapshot's data (``scoring.results.Results.to_dict()``)."""
 
-    def __init__(self, contest: Contest, data: dict):
+    def __init__(self, contest: Contest, data: dict, snapshot: ResultsSnapshot | None = None):
         self.contest = contest
         self.data = data or {}
         self.names = team_names(contest)
@@ -207,6 +208,11 @@ class ResultsView:
         self.rounds = [(int(r["round"]), float(r["weight"])) for r in self.data.get("round_weights", [])]
         round_names = {r.number: r.name for r in contest.rounds.all()}
         self.round_names = {n: round_names.get(n, _("Round %(n)s") % {"n": n}) for n, _w in self.rounds}
+        # What the pages' cached tables (templates' {% cache %}) depend on: the snapshot (its data never
+        # changes; publishing makes a new one) and the team and round names shown in them.
+        self.cache_key = hashlib.sha256(repr((
+            contest.slug, snapshot.pk if snapshot else None, snapshot.sha256 if snapshot else None,
+            sorted(self.names.items()), sorted(round_names.items()))).encode()).hexdigest()[:32]
         # Which rounds the snapshot counts and whether it is final (``results.standing``); a snapshot
         # from before per-round publishing has none and counts as final.
         self.standing = self.data.get("standing")
