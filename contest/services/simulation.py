@@ -130,6 +130,9 @@ class Stage:
 class Report:
     contest: Contest
     stages: list[Stage] = field(default_factory=list)
+    #: Seconds from storing to scored of an upload sent to a later round while the judge closed a round
+    #: (None: no later round was open to uploads).
+    probe_latency: float | None = None
 
     def whole_round_seconds(self, round_number: int | None = None) -> float:
         """The judge's wall time (teams' own computing excluded) of one round, or of the last one played."""
@@ -309,11 +312,18 @@ class Simulation:
         with self.stage(rnd.number, "close + judge attacks") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ANONYMIZATION), user=self.organizer)
+            probe = self._probe_upload(rnd, members)  # a team uploads to a later round meanwhile
             self.wait_for_jobs(contest, before, "close + judge attacks")
             public = PublicSet.objects.filter(dataset__round=rnd)
             st.count = public.count()
             st.note = (f"{st.count} public sets, "
                        f"{public.aggregate(n=Count('judge_attacks'))['n']} judge attack results")
+            if probe is not None:
+                probe.refresh_from_db()
+                latency = (probe.scored_at - probe.created_at).total_seconds() if probe.scored_at else None
+                self.report.probe_latency = latency
+                st.note += (f"; an upload to round {probe.dataset.round.number} meanwhile was scored in "
+                            f"{latency:.1f} s" if latency is not None else "; the probe upload was not scored")
 
         schedule.open_attack_now(rnd, user=self.organizer)
         targets = list(PublicSet.objects.filter(dataset__round=rnd, dataset__kind=Dataset.TEAM)
@@ -370,6 +380,23 @@ class Simulation:
             st.count = snap.awards.count()
             st.note = (f"published through round {standing['through_round']}, "
                        f"{'final' if standing['final'] else 'provisional'}, {st.count} awards")
+
+    def _probe_upload(self, rnd: Round, members: dict) -> AnonymizedSet | None:
+        """While the judge closes ``rnd``, team 1 uploads to the next round still open to uploads (as a
+        team does during another round's judging): its scoring latency shows whether uploads wait
+        behind the judge's work. None when no later round is open."""
+        later = (Dataset.objects.filter(round__contest=rnd.contest, round__number__gt=rnd.number,
+                                        round__generated_at__isnull=False, kind=Dataset.TEAM, number=1)
+                 .select_related("original", "round__contest").order_by("round__number", "challenge").first())
+        if later is None or not Phase.objects.filter(round=later.round, kind=Phase.ANONYMIZATION,
+                                                     closed_at__isnull=True).exists():
+            return None
+        grid = rnd.contest.grid()
+        algorithm = get("A3-kRR")
+        anon = algorithm.run(grid, data.traces(later.original, grid), seed=self.plan.seed, eps=10.0,
+                             **algorithm.axis_params(later.round.time_axis()))
+        return uploads.submit_anonymized_set(user=members[1], dataset=later, content=data.anotraces_csv(anon),
+                                             name=f"anotraces_{later.label}_probe.csv")
 
     # ----- waiting for the judge -------------------------------------------------------------
     def _job_ids(self) -> int:

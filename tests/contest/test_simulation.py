@@ -23,8 +23,9 @@ def assert_played(report, plan: Plan) -> None:
     contest = report.contest
     assert not Job.objects.filter(contest=contest, status=Job.FAILED).exists()
     assert not Job.objects.filter(contest=contest, status__in=(Job.QUEUED, Job.RUNNING)).exists()
-    teams = Dataset.objects.filter(round__contest=contest, kind=Dataset.TEAM)
-    assert teams.count() == plan.teams * 2 * plan.rounds
+    played = plan.rounds - plan.open_rounds
+    assert Dataset.objects.filter(round__contest=contest, kind=Dataset.TEAM).count() == plan.teams * 2 * plan.rounds
+    teams = Dataset.objects.filter(round__contest=contest, kind=Dataset.TEAM, round__number__lte=played)
     # every team uploaded at least one set per challenge; the broken files were rejected for their row count
     assert all(AnonymizedSet.objects.filter(dataset=ds).exists() for ds in teams)
     for broken in AnonymizedSet.objects.filter(dataset__round__contest=contest, file__name__endswith="_broken.csv"):
@@ -33,7 +34,7 @@ def assert_played(report, plan: Plan) -> None:
     public = PublicSet.objects.filter(dataset__round__contest=contest)
     valid_finals = AnonymizedSet.objects.filter(dataset__round__contest=contest, final=True,
                                                 status=AnonymizedSet.VALID).count()
-    assert public.count() == valid_finals + 2 * plan.rounds
+    assert public.count() == valid_finals + 2 * played
     assert JudgeAttackResult.objects.filter(public_set__in=public).count() == public.count() * len(
         contest.judge_attacks)
     attacks = Attack.objects.filter(target__dataset__round__contest=contest)
@@ -42,16 +43,17 @@ def assert_played(report, plan: Plan) -> None:
     assert RoundFigures.objects.filter(round__contest=contest).count() == 3 * plan.rounds
     assert Job.objects.filter(contest=contest, kind="round_figures").count() == 3 * plan.rounds
     snap = results.published_snapshot(contest)
-    assert snap is not None and snap.data["standing"]["final"]
+    assert snap is not None and snap.data["standing"]["final"] == (played == plan.rounds)
+    assert snap.data["standing"]["through_round"] == played
     assert {a.award for a in snap.awards.all()} >= {"overall-1", "overall-2", "overall-3",
                                                      "best_anonymizer_reidentification",
                                                      "best_attacker_trace_inference"}
     names = [(s.round, s.name) for s in report.stages]
-    for number in range(1, plan.rounds + 1):
+    for number in range(1, played + 1):
         for stage in JUDGE_STAGES:
             assert (number, stage) in names
     assert report.whole_round_seconds() == pytest.approx(
-        sum(s.seconds for s in report.stages if s.round == plan.rounds and s.name in JUDGE_STAGES))
+        sum(s.seconds for s in report.stages if s.round == played and s.name in JUDGE_STAGES))
 
 
 @pytest.mark.integration
@@ -60,14 +62,18 @@ def test_a_small_contest_runs_through_real_workers_and_publishes_awards(worker_e
     worker_env.start(concurrency=1, queues=queues.DEFAULT_QUEUE)
     teams_worker = worker_env.proc
     worker_env.start(concurrency=2, queues=queues.JUDGE_QUEUES)
-    plan = Plan(teams=4, users=100, days=2, seed=7, invalid_share=0.3)
+    plan = Plan(teams=4, users=100, days=2, seed=7, invalid_share=0.3, rounds=2, open_rounds=1)
     lines = []
     report = Simulation(plan, log=lines.append, worker_pids=lambda: [teams_worker.pid, worker_env.proc.pid],
                         timeout=600).run()
     assert_played(report, plan)
     # the jobs ran on the workers, not here: each stage measured a worker process
     assert all(s.peak_mb_workers and s.peak_mb_workers > 50 for s in report.stages), report.table()
-    assert any("results" in line and "final" in line for line in lines)
+    assert any("results" in line and "provisional" in line for line in lines)  # round 2 is left open
+    # a team's upload to the open round 2, sent while the judge closed round 1, was scored meanwhile
+    probe = AnonymizedSet.objects.get(dataset__round__contest=report.contest, file__name__endswith="_probe.csv")
+    assert probe.status == AnonymizedSet.VALID and probe.dataset.round.number == 2
+    assert report.probe_latency is not None and 0 < report.probe_latency < 60, report.probe_latency
     assert_paper_findings(report)
 
 
