@@ -443,6 +443,37 @@ class RoundFigures(models.Model):
         return f"{self.round} / {self.part}"
 
 
+class Bundle(models.Model):
+    """A zip of many stored files, built once by a ``build_bundle`` job and served from disk
+    (contest.services.bundles): a round's attack material, or the organizer's export of everything.
+
+    ``inputs`` is the SHA-256 of the bundle's member list (paths, checksums, what each is): a page
+    serves the bundle whose inputs equal what it would hold now, so an outdated one is never served.
+    The zip itself lies in ``settings.TRACECUP_BUNDLE_DIR`` under ``file_name``: it is derived data,
+    rebuilt from the database wherever it is missing.
+    """
+
+    ATTACK_MATERIAL, EXPORT = "attack_material", "export"
+    KINDS = ((ATTACK_MATERIAL, "attack material of a round"), (EXPORT, "organizer's export of everything"))
+
+    contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="bundles")
+    round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.CASCADE, related_name="bundles")
+    kind = models.CharField(max_length=20, choices=KINDS)
+    inputs = models.CharField(max_length=64, help_text="SHA-256 of the member list")
+    file_name = models.CharField(max_length=200, help_text="the zip's name in TRACECUP_BUNDLE_DIR")
+    size = models.BigIntegerField(help_text="bytes of the zip")
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the zip")
+    files = models.PositiveIntegerField(help_text="stored files in the zip")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["contest", "kind", "inputs"], name="bundle_unique")]
+
+    def __str__(self):
+        return f"{self.contest.slug} {self.kind} {self.file_name}"
+
+
 class JudgeAttackResult(models.Model):
     """One run of a judge sample attack on a public set, with its output file."""
     objects = BlobSafeQuerySet.as_manager()

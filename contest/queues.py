@@ -13,7 +13,7 @@ QUEUES: dict[str, tuple[str, ...]] = {
     "interactive": ("score_anonymized", "score_attack", "email_announcement"),
     "generation": ("generate_round",),
     "judge": ("close_anonymization", "judge_attacks", "privacy_preview"),
-    "results": ("compute_results", "rescore", "round_figures"),
+    "results": ("compute_results", "rescore", "round_figures", "build_bundle"),
 }
 
 #: job kind -> its queue

@@ -17,6 +17,8 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
   SSL redirect, proxy header), so that ``manage.py check --deploy`` is clean.
 - ``TRACECUP_VAR_DIR``: where the SQLite file and the filesystem broker live.
+- ``TRACECUP_BUNDLE_DIR``: where the built attack material and exports lie
+  (default ``var/bundles``; shared by the web servers and the results workers).
 - ``TRACECUP_JOB_TIME_LIMIT``: seconds a job may run before its worker kills it
   (default 900); ``TRACECUP_JOB_STALE_SECONDS``: a running job whose heartbeat
   is older is queued again by the sweep (default 60).
@@ -145,6 +147,10 @@ TEMPLATES = [{
 CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
 #: Seconds a rendered results table stays cached (its key already changes with every snapshot).
 TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", default=3600)
+#: Where built bundles (a round's attack material, the organizer's export) lie as zips
+#: (contest.services.bundles). Derived data, rebuilt where missing; the web servers and the workers
+#: of the results queue share it (docker-compose: the ``bundles`` volume).
+TRACECUP_BUNDLE_DIR = Path(env.str("TRACECUP_BUNDLE_DIR", default=str(VAR_DIR / "bundles")))
 
 # ----- database -------------------------------------------------------------
 DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"

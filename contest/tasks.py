@@ -11,6 +11,7 @@ from celery import shared_task
 
 from contest.services import (  # noqa: F401 (register handlers)
     announcements,
+    bundles,
     generation,
     jobs,
     judge,

@@ -83,8 +83,9 @@ class WorkerEnv:
 
     def __init__(self, tmp_path: Path, extra: dict | None = None):
         self.tmp_path = tmp_path
+        # the worker builds bundles where this process serves them from (tests/conftest.py: one folder a test)
         self.env = dict(os.environ, DATABASE_URL=database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1",
-                        **(extra or {}))
+                        TRACECUP_BUNDLE_DIR=str(settings.TRACECUP_BUNDLE_DIR), **(extra or {}))
         self.broker_dir = tmp_path / "broker" if settings.CELERY_BROKER_URL.startswith("filesystem") else None
         if self.broker_dir is not None:
             self.env["TRACECUP_BROKER_DIR"] = str(self.broker_dir)

@@ -6,19 +6,22 @@ only turn a denial into a 403: :func:`require`).
 """
 from __future__ import annotations
 
+import base64
 import csv
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from contest import permissions
-from contest.models import IDP, Contest, Phase, ResultsSnapshot, Team
+from contest.models import IDP, Contest, Job, Phase, ResultsSnapshot, Team
+from contest.services import bundles
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
 from scoring.vocabulary import Challenge
@@ -308,3 +311,29 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def bundle_download(request, plan: bundles.Plan, *, title: str, back_url: str, back_label: str,
+                    nav: str, sub: str | None = None):
+    """Serve the built zip of ``plan`` (streamed from disk, its SHA-256 in ``X-Checksum-SHA256``,
+    ``Digest`` and ``ETag``), or queue its build and answer 202 with a page that follows the job.
+
+    ``?status=1`` answers the page's poll: ``{finished, html}``, the html offering the download
+    once the zip is ready.
+    """
+    built = bundles.current(plan)
+    if built is not None and request.GET.get("status") != "1":
+        response = FileResponse(open(bundles.path_of(built), "rb"), as_attachment=True,
+                                filename=built.file_name, content_type="application/zip")
+        response["X-Checksum-SHA256"] = built.sha256
+        response["Digest"] = "sha-256=" + base64.b64encode(bytes.fromhex(built.sha256)).decode()
+        response["ETag"] = f'"{built.sha256}"'
+        return response
+    job = None if built is not None else bundles.request_build(plan, user=request.user)
+    ctx = {"contest": plan.contest, "built": built, "job": job, "title": title,
+           "download_url": request.path, "status_url": f"{request.path}?status=1"}
+    if request.GET.get("status") == "1":
+        html = render_to_string("web/_bundle_status.html", ctx, request=request)
+        return JsonResponse({"finished": built is not None or job.status == Job.FAILED, "html": html})
+    ctx.update(back_url=back_url, back_label=back_label, auto_refresh=3)
+    return page(request, "web/bundle_pending.html", ctx, contest=plan.contest, nav=nav, sub=sub, status=202)

@@ -7,7 +7,6 @@ only read forms and show messages.
 """
 from __future__ import annotations
 
-import json
 import zoneinfo
 from urllib.parse import urlencode
 
@@ -17,7 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
-from django.http import FileResponse, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -33,7 +32,6 @@ from contest.models import (
     Contest,
     Dataset,
     Job,
-    JudgeAttackResult,
     Phase,
     PublicSet,
     Round,
@@ -44,7 +42,7 @@ from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 from scoring.results import default_round_weight
 
-from .common import contest_state, get_contest, page, require_organizer
+from .common import bundle_download, contest_state, get_contest, page, require_organizer
 from .forms import AnnouncementForm, ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
 
 
@@ -459,41 +457,10 @@ def export_all(request, slug):
     """Every stored file of the contest (data, uploads, public sets, ID tables, judge outputs) in one zip,
     with ``MANIFEST.json`` (what each file is, SHA-256, size) and the latest results snapshot."""
     contest = _organizer_contest(request, slug)
-    items: list[bundles.Entry] = []
-
-    def add(folder, stored_id, **info):
-        if stored_id:
-            items.append(bundles.Entry(stored_id, folder, info))
-
-    for r in contest.rounds.all():
-        add(f"round{r.number}", r.info_region_id, what="info_region")
-        add(f"round{r.number}", r.info_time_id, what="info_time")
-    for ds in Dataset.objects.filter(round__contest=contest).select_related("round"):
-        folder = f"round{ds.round.number}/data"
-        add(folder, ds.reference_id, what="reference", kind=ds.kind, team=ds.number, challenge=ds.challenge)
-        add(folder, ds.original_id, what="original", kind=ds.kind, team=ds.number, challenge=ds.challenge)
-    for a in AnonymizedSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round"):
-        add(f"round{a.dataset.round.number}/anonymized/{a.dataset.label}_{a.seq:02d}", a.file_id, what="anotraces",
-            team=a.dataset.number, challenge=a.dataset.challenge, seq=a.seq, status=a.status, s_u=a.s_u,
-            final=a.final)
-    for ps in PublicSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round"):
-        folder = f"round{ps.dataset.round.number}/public"
-        add(folder, ps.pubtraces_id, what="pubtraces", team=ps.dataset.number, challenge=ps.dataset.challenge)
-        add(folder, ps.ptable_id, what="ptable", team=ps.dataset.number, challenge=ps.dataset.challenge,
-            commitment=ps.commitment, commitment_nonce=ps.commitment_nonce)
-    for at in Attack.objects.filter(target__dataset__round__contest=contest).select_related("attacker", "target__dataset__round"):
-        add(f"round{at.target.dataset.round.number}/attacks/team{at.attacker.number:03d}_{at.target.dataset.label}_{at.kind}{at.seq}",
-            at.file_id, what=at.kind, attacker=at.attacker.number, target=at.target.dataset.label, status=at.status,
-            score=at.score)
-    judge_results = (JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest)
-                     .select_related("public_set__dataset__round"))
-    for jr in judge_results:
-        add(f"round{jr.public_set.dataset.round.number}/judge/{jr.public_set.dataset.label}_{jr.algorithm}_{jr.pk}",
-            jr.output_id, what="judge_attack", algorithm=jr.algorithm, score=jr.score, current=jr.current)
-    snap = contest.snapshots.order_by("-created_at", "-id").first()
-    extra = {"results.json": json.dumps(snap.data, indent=2, default=str)} if snap is not None else {}
-    spool = bundles.spooled_bundle(items, manifest={"contest": contest.slug, "exported_at": timezone.now().isoformat()},
-                                   extra=extra)
-    audit.record("export_files", contest=contest, actor=request.user, obj=contest, files=len(items))
-    return FileResponse(spool, as_attachment=True, filename=f"{contest.slug}_everything.zip",
-                        content_type="application/zip")
+    plan = bundles.export_plan(contest)
+    if request.GET.get("status") != "1":
+        audit.record("export_files", contest=contest, actor=request.user, obj=contest, files=len(plan.members),
+                     inputs=plan.inputs)
+    return bundle_download(request, plan, title=_("Export of everything"),
+                           back_url=reverse("web:console_contest", args=[contest.slug]),
+                           back_label=_("Organizer console"), nav="console", sub="console")

@@ -10,7 +10,7 @@ import numpy as np
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, JsonResponse, StreamingHttpResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -24,7 +24,17 @@ from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPr
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from scoring.vocabulary import AttackKind
 
-from .common import CHALLENGE_SHORT, challenge_name, contest_state, csv_download, get_contest, issue_rows, page, require
+from .common import (
+    CHALLENGE_SHORT,
+    bundle_download,
+    challenge_name,
+    contest_state,
+    csv_download,
+    get_contest,
+    issue_rows,
+    page,
+    require,
+)
 from .forms import AttackUploadForm, UploadForm
 
 
@@ -477,34 +487,24 @@ def attack_material(request, slug, round_number):
 
     The zip holds the files under their 2019 names, ``MANIFEST.json`` (name,
     size, SHA-256, what each file is) and ``SHA256SUMS`` (``sha256sum -c``
-    format), so a team can check what it received.
+    format), so a team can check what it received. It is built once, by a job
+    queued when the phase closes (``contest.services.bundles``), and streamed
+    from disk; until it is ready the page says so and follows the job.
     """
     contest = get_contest(slug)
     round_ = get_object_or_404(Round, contest=contest, number=round_number)
     if not permissions.is_organizer(request.user, contest):
         _team_or_403(request, contest)
-    public_sets = list(PublicSet.objects.filter(dataset__round=round_)
-                       .select_related("dataset", "dataset__reference", "pubtraces", "dataset__team")
-                       .order_by("dataset__number", "dataset__challenge"))
+    public_sets = list(PublicSet.objects.filter(dataset__round=round_).select_related("dataset"))
     if not public_sets:
         raise Http404(_("No attack material is published for this round yet."))
-    entries = []
     for ps in public_sets:
         require(permissions.can_read_public_set(request.user, ps, "pubtraces"))
         require(permissions.can_read_dataset_file(request.user, ps.dataset, "reference"))
-        entries.append(("pubtraces", ps.dataset, ps.pubtraces))
-        entries.append(("reference", ps.dataset, ps.dataset.reference))
-    for extra, label in ((round_.info_region, "info_region"), (round_.info_time, "info_time")):
-        if extra is not None:
-            entries.append((label, None, extra))
-    spool = bundles.spooled_bundle(
-        (bundles.Entry(stored.pk, info={
-            "content": what, "team": ds.number if ds else None, "challenge": ds.challenge if ds else None,
-            "benchmark": bool(ds and ds.kind == Dataset.BENCHMARK)}) for what, ds, stored in entries),
-        manifest={"contest": contest.slug, "round": round_.number, "round_name": round_.name,
-                  "created_at": timezone.now().isoformat()})
-    name = f"attack_material_{contest.slug}_round{round_.number}.zip"
-    return FileResponse(spool, as_attachment=True, filename=name, content_type="application/zip")
+    return bundle_download(request, bundles.attack_material_plan(round_),
+                           title=_("Attack material of %(round)s") % {"round": round_.name},
+                           back_url=reverse("web:team", args=[contest.slug]), back_label=_("Team dashboard"),
+                           nav="team")
 
 
 # ---------------------------------------------------------------- map of one's own data

@@ -1,6 +1,14 @@
-"""One bundle builder for every multi-file download: manifest, checksums a team can verify, each path once."""
+"""Bundles (contest.services.bundles): one builder for every multi-file download, and the big ones built once.
+
+Every zip has a manifest and checksums a team can verify, each path once. The
+attack material is built at phase close and the export on demand, by jobs: a
+download streams the zip a job built, never one built in the request; a bundle
+whose members changed is built again and the outdated zip is neither served nor
+kept; a zip missing on this machine is rebuilt from the database.
+"""
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import subprocess
@@ -9,7 +17,9 @@ import zipfile
 import pytest
 from django.db import connection
 
-from contest.services import bundles, storage
+from contest.models import Bundle, Job, PublicSet, Team
+from contest.services import bundles, storage, uploads
+from tests.contest.conftest import upload_all_and_close, user
 
 pytestmark = pytest.mark.django_db
 
@@ -39,3 +49,98 @@ def test_a_corrupt_stored_file_stops_the_bundle(tmp_path):
         cursor.execute(f"UPDATE {type(a)._meta.db_table} SET sha256 = %s WHERE id = %s", ["0" * 64, a.pk])
     with pytest.raises(OSError, match="fails its SHA-256 check"):
         bundles.write_bundle(tmp_path / "b.zip", [bundles.Entry(a.pk)])
+
+
+@pytest.fixture
+def closed(generated, django_capture_on_commit_callbacks):
+    return upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})},
+                                django_capture_on_commit_callbacks)
+
+
+def _zip_sha(bundle: Bundle) -> str:
+    return hashlib.sha256(bundles.path_of(bundle).read_bytes()).hexdigest()
+
+
+def test_the_attack_material_is_built_once_at_phase_close(closed):
+    rnd = closed.rounds.get()
+    built = Bundle.objects.get(contest=closed, kind=Bundle.ATTACK_MATERIAL)
+    assert Job.objects.filter(contest=closed, kind="build_bundle", status=Job.SUCCEEDED).count() == 1
+    plan = bundles.attack_material_plan(rnd)
+    assert built.inputs == plan.inputs and built.round == rnd and bundles.current(plan) == built
+    assert _zip_sha(built) == built.sha256 and bundles.path_of(built).stat().st_size == built.size
+    # it holds what the plan says: every public set's pubtraces and reference, info files, no secrets
+    with zipfile.ZipFile(bundles.path_of(built)) as zf:
+        names = set(zf.namelist()) - {"MANIFEST.json", "SHA256SUMS"}
+    assert names == {m.path for m in plan.members} and built.files == len(plan.members)
+    assert not any(n.startswith(("ptable", "orgtraces", "anotraces")) for n in names)
+    # asking again queues nothing: it is built
+    assert bundles.request_build(plan) is None
+
+
+def test_one_job_per_bundle_whatever_the_number_of_requests(closed):
+    plan = bundles.export_plan(closed)
+    first = bundles.request_build(plan)  # not run: this test does not execute on-commit callbacks
+    assert first is not None and first.args["inputs"] == plan.inputs
+    assert bundles.request_build(plan) == first == bundles.build_job(plan)
+    assert Job.objects.filter(contest=closed, kind="build_bundle", args__bundle=Bundle.EXPORT).count() == 1
+
+
+def test_an_outdated_export_is_never_served_and_is_removed(closed, django_capture_on_commit_callbacks):
+    old = bundles.build(bundles.export_plan(closed))
+    assert bundles.current(bundles.export_plan(closed)) == old
+    target = PublicSet.objects.get(dataset__round__contest=closed, dataset__number=1, dataset__challenge=1)
+    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, closed.users_per_set + 1))).encode()
+    with django_capture_on_commit_callbacks(execute=True):  # a new attack upload changes the export's members
+        uploads.submit_attack(user=user("beta1"), attacker=Team.objects.get(contest=closed, number=2),
+                              target=target, kind="etable", content=etable, name="late.csv")
+    plan = bundles.export_plan(closed)
+    assert plan.inputs != old.inputs and bundles.current(plan) is None
+    new = bundles.build(plan)
+    assert new.file_name != old.file_name and _zip_sha(new) == new.sha256
+    assert not bundles.path_of(old).exists() and not Bundle.objects.filter(pk=old.pk).exists()
+    with zipfile.ZipFile(bundles.path_of(new)) as zf:
+        assert any(n.startswith("round1/attacks/team002_") and n.endswith("/late.csv") for n in zf.namelist())
+
+
+def test_a_zip_missing_on_this_machine_is_built_again(closed, django_capture_on_commit_callbacks):
+    rnd = closed.rounds.get()
+    built = Bundle.objects.get(contest=closed, kind=Bundle.ATTACK_MATERIAL)
+    bundles.path_of(built).unlink()  # a new web host, a wiped disk
+    plan = bundles.attack_material_plan(rnd)
+    assert bundles.current(plan) is None
+    with django_capture_on_commit_callbacks(execute=True):
+        job = bundles.request_build(plan)
+    job.refresh_from_db()
+    assert job.status == Job.SUCCEEDED and job.progress == 1.0
+    again = bundles.current(plan)
+    assert again is not None and again.inputs == built.inputs and _zip_sha(again) == again.sha256
+
+
+def test_a_failed_build_leaves_no_partial_zip(closed, monkeypatch):
+    plan = bundles.export_plan(closed)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+    monkeypatch.setattr(bundles.storage, "iter_bytes", broken)
+    with pytest.raises(OSError, match="disk full"):
+        bundles.build(plan)
+    folder = bundles.bundle_dir()
+    assert bundles.current(plan) is None and not list(folder.glob(f"*{plan.inputs[:12]}*"))
+    assert not list(folder.glob(".*.part"))
+
+
+def test_docker_compose_shares_the_bundle_folder_between_web_and_the_results_workers():
+    """The workers that build bundles (results queue) and the web servers that stream them see one folder."""
+    from pathlib import Path
+
+    import yaml
+
+    from contest import queues
+    compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text())
+    folder = compose["x-app-env"]["TRACECUP_BUNDLE_DIR"]
+    builders = [name for name, svc in compose["services"].items() if "worker" in (svc.get("command") or [])
+                and queues.QUEUE_OF["build_bundle"] in svc["command"][svc["command"].index("-Q") + 1].split(",")]
+    assert builders
+    for name in builders + ["web"]:
+        mounts = compose["services"][name].get("volumes") or []
+        assert any(m.split(":")[1] == folder and m.split(":")[0] in compose["volumes"] for m in mounts), name

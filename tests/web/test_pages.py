@@ -3,6 +3,7 @@ permissions on pages, embargo, downloads and i18n. Jobs run inline (eager Celery
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from contest.models import AnonymizedSet, Contest, Dataset, Job, Phase, PublicSet, Team
+from contest.models import AnonymizedSet, Bundle, Contest, Dataset, Job, Phase, PublicSet, Team
 from contest.services import results
 from tests.contest.conftest import upload_all_and_close
 from tests.web.conftest import anonymize_csv, move_phase
@@ -179,9 +180,15 @@ def test_attack_material_zip_has_manifest_and_checksums(closed, client_for):
     alpha = client_for("alpha1")
     dash = _html(alpha.get(f"/c/{contest.slug}/team/"))
     assert "Attack targets" in dash and "Download the attack material" in dash
+    # built once when the phase closed, by a job; every download streams that zip with its SHA-256
+    built = Bundle.objects.get(contest=contest, kind=Bundle.ATTACK_MATERIAL)
     r = alpha.get(f"/c/{contest.slug}/team/round/1/attack-material.zip")
     assert r.status_code == 200
-    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    body = b"".join(r.streaming_content)
+    assert r["X-Checksum-SHA256"] == built.sha256 == hashlib.sha256(body).hexdigest()
+    assert r["Digest"] == "sha-256=" + base64.b64encode(hashlib.sha256(body).digest()).decode()
+    assert built.file_name in r["Content-Disposition"] and built.size == len(body)
+    zf = zipfile.ZipFile(io.BytesIO(body))
     manifest = json.loads(zf.read("MANIFEST.json"))
     sums = dict(reversed(line.split("  ")) for line in zf.read("SHA256SUMS").decode().splitlines())
     public = PublicSet.objects.filter(dataset__round__contest=contest).count()
@@ -260,8 +267,17 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
     # publish and unpublish: nothing to publish before a round is played (no zeros published) ...
     refused = _html(boss.post(f"/console/{contest.slug}/results/publish/", follow=True))
     assert "The results were not published: no round has been played yet" in refused
+    # the export is built by a job (the page follows it), then served from disk with its checksum
+    with django_capture_on_commit_callbacks(execute=True):
+        r = boss.get(f"/console/{contest.slug}/export.zip")
+    assert r.status_code == 202 and "Export of everything" in _html(r)
+    assert Job.objects.filter(contest=contest, kind="build_bundle").latest("pk").status == Job.SUCCEEDED
+    poll = boss.get(f"/console/{contest.slug}/export.zip?status=1").json()
+    assert poll["finished"] and "everything_" in poll["html"]
     r = boss.get(f"/console/{contest.slug}/export.zip")
-    zf = zipfile.ZipFile(io.BytesIO(b"".join(r.streaming_content)))
+    body = b"".join(r.streaming_content)
+    assert r.status_code == 200 and r["X-Checksum-SHA256"] == hashlib.sha256(body).hexdigest()
+    zf = zipfile.ZipFile(io.BytesIO(body))
     manifest = json.loads(zf.read("MANIFEST.json"))
     assert len(manifest["files"]) == Dataset.objects.filter(round=rnd).count() * 2 + 2
     anon = rnd.phases.get(kind="anonymization")
