@@ -108,6 +108,12 @@ class RoundFiguresAdmin(ReadOnlyAdmin):
     list_display = ("round", "part", "computed_at", "inputs")
 
 
+@admin.register(m.Bundle)
+class BundleAdmin(ReadOnlyAdmin):
+    list_display = ("contest", "kind", "round", "file_name", "size", "files", "created_at")
+    list_filter = ("kind",)
+
+
 @admin.register(m.Score)
 class ScoreAdmin(ReadOnlyAdmin):
     list_display = ("dataset", "metric", "value", "anonymized_set", "attack", "judge_attack", "current", "computed_at")
