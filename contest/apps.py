@@ -7,13 +7,21 @@ class ContestConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from django.conf import settings
+        from django.db.models.signals import post_delete, post_save
+
+        import contest.tasks  # noqa: F401
+        from contest.settings import make_local_folders
+        from contest.web import page_cache
+
         # The embedded default keeps SQLite and the filesystem broker under the var dir: make the
         # folders when the app starts (web, worker, commands, tests), never when settings are imported.
-        from django.conf import settings
-
-        from contest.settings import make_local_folders
         make_local_folders(getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", None)
                            if settings.CELERY_BROKER_URL.startswith("filesystem") else None)
-        # The job handlers register themselves when their services are imported; the tasks
-        # module imports them all (and binds the Celery tasks), in every kind of process.
-        import contest.tasks  # noqa: F401
+        # contest.tasks (imported above) imports the services, whose job handlers register themselves,
+        # and binds the Celery tasks, in every kind of process.
+        # Any saved or deleted row of this app makes the cached public pages of this process (or of
+        # every process, with a shared CACHE_URL) outdated.
+        for model in self.get_models():
+            post_save.connect(page_cache.bump, sender=model, dispatch_uid=f"page-cache-save-{model.__name__}")
+            post_delete.connect(page_cache.bump, sender=model, dispatch_uid=f"page-cache-delete-{model.__name__}")

@@ -81,6 +81,8 @@ MIDDLEWARE = [
     # Before anything reads a body: 413 for requests past TRACECUP_MAX_REQUEST_BYTES.
     "contest.upload_limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Whole public pages for visitors without a session, before the session, locale and CSP work.
+    "contest.web.page_cache.PublicPageCacheMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Page language: the switcher's cookie, then Accept-Language, then LANGUAGE_CODE (en); see LANGUAGES.
     "django.middleware.locale.LocaleMiddleware",
@@ -147,6 +149,9 @@ TEMPLATES = [{
 CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
 #: Seconds a rendered results table stays cached (its key already changes with every snapshot).
 TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", default=3600)
+#: Seconds a whole public page stays cached for visitors without a session (0: off); what the clock
+#: changes (a phase opening) shows within this time, what is audited at once (contest.web.page_cache).
+TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
 #: Where built bundles (a round's attack material, the organizer's export) lie as zips
 #: (contest.services.bundles). Derived data, rebuilt where missing; the web servers and the workers
 #: of the results queue share it (docker-compose: the ``bundles`` volume).

@@ -2,7 +2,6 @@
 from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
-from django.views.i18n import set_language
 
 from . import analyses, console, team, views
 
@@ -11,7 +10,7 @@ app_name = "web"
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("i18n/setlang/", set_language, name="set_language"),
+    path("i18n/setlang/", views.switch_language, name="set_language"),
     # browsers ask for /favicon.ico on every page; the icon itself is a static file
     path("favicon.ico", RedirectView.as_view(url=static("favicon.ico"), permanent=True), name="favicon"),
     # accounts

@@ -20,6 +20,8 @@ from django.http import Http404, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
 from rest_framework.authtoken.models import Token
 
@@ -45,6 +47,33 @@ from .common import (
     visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
+
+
+# ---------------------------------------------------------------- page language
+def switch_language(request):
+    """The header's language switcher: set the language cookie and go back to ``next``.
+
+    Django's own ``set_language`` takes a POST, which puts a per-visitor CSRF
+    token in every page's header; this view takes the switcher's GET (choosing
+    a page language changes nothing worth forging), so public pages hold no
+    token and can be cached whole for anonymous visitors (``contest.web.page_cache``).
+    The cookie is Django's, read by ``LocaleMiddleware``.
+    """
+    if request.method not in ("GET", "POST"):
+        return HttpResponseNotAllowed(["GET", "POST"])
+    params = request.POST if request.method == "POST" else request.GET
+    target = params.get("next") or request.headers.get("referer") or "/"
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = "/"
+    response = redirect(target)
+    language = params.get("language", "")
+    if language and check_for_language(language):
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=settings.LANGUAGE_COOKIE_AGE,
+                            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
+                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+                            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+    return response
 
 
 # ---------------------------------------------------------------- home and overview

@@ -30,7 +30,8 @@ def built(monkeypatch):
     return calls
 
 
-def test_the_matrix_is_built_once_per_snapshot_and_rebuilt_after_a_change(published, client, built):
+def test_the_matrix_is_built_once_per_snapshot_and_rebuilt_after_a_change(published, client, built, settings):
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 0  # the table's own cache under test, not the whole-page one
     url = f"/c/{published.slug}/attack-matrix/"
     main = lambda html: html.split("<h1>", 1)[1]  # noqa: E731 (the header's CSRF token differs per request)
     first = main(client.get(url).content.decode())

@@ -1,0 +1,96 @@
+"""Whole public pages cached for anonymous visitors (contest.web.page_cache, issue 14).
+
+A hit runs no view (one query: the newest audit entry); it replays the stored
+headers (CSP, framing) and never a cookie; logged-in visitors, team pages and
+the console are never cached; an audited change (publishing) or another
+language is another key; the clock's bucket bounds what is not audited.
+"""
+from __future__ import annotations
+
+import pytest
+
+from contest.services import results
+from contest.web import page_cache
+from tests.contest.conftest import upload_all_and_close
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def closed(generated, django_capture_on_commit_callbacks):
+    return upload_all_and_close(generated, {1: ("A3-kRR", {"eps": 10.0}), 2: ("A1-none", {}), 3: ("A1-none", {})},
+                                django_capture_on_commit_callbacks)
+
+
+def test_an_anonymous_visitor_is_served_the_stored_page_without_running_the_view(
+        closed, client, django_assert_num_queries):
+    url = f"/c/{closed.slug}/"
+    first = client.get(url)
+    assert first.status_code == 200 and first["X-Page-Cache"] == "miss"
+    with django_assert_num_queries(1):  # the newest audit entry, for the key
+        again = client.get(url)
+    assert again["X-Page-Cache"] == "hit" and again.content == first.content
+    for header in ("Content-Security-Policy", "X-Frame-Options", "Content-Language", "Content-Type"):
+        assert again[header] == first[header], header
+    assert not again.cookies and "csrfmiddlewaretoken" not in again.content.decode()
+
+
+def test_logged_in_visitors_and_private_pages_are_never_cached(closed, client, client_for):
+    url = f"/c/{closed.slug}/"
+    alpha = client_for("alpha1")
+    signed_in = alpha.get(url)
+    assert "X-Page-Cache" not in signed_in and "Signed in as alpha1" in signed_in.content.decode()
+    anonymous = client.get(url)
+    assert anonymous["X-Page-Cache"] == "miss" and "Signed in as" not in anonymous.content.decode()
+    assert "X-Page-Cache" not in alpha.get(url)  # and the stored page is not served to a member
+    for path in (f"/c/{closed.slug}/team/", "/login/", "/console/", f"/c/{closed.slug}/leaderboard.csv"):
+        client.get(path)
+        assert "X-Page-Cache" not in client.get(path), path
+
+
+def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(closed, client):
+    url = f"/c/{closed.slug}/leaderboard/"
+    before = client.get(url)
+    assert "embargoed" in before.content.decode() and client.get(url)["X-Page-Cache"] == "hit"
+    results.publish_results(closed)  # audited: a new key
+    after = client.get(url)
+    assert after["X-Page-Cache"] == "miss" and "embargoed" not in after.content.decode()
+    ja = client.get(url, HTTP_ACCEPT_LANGUAGE="ja")
+    assert ja["X-Page-Cache"] == "miss" and '<html lang="ja">' in ja.content.decode()
+    assert client.get(url, HTTP_ACCEPT_LANGUAGE="ja")["X-Page-Cache"] == "hit"
+    assert '<html lang="en">' in client.get(url).content.decode()
+
+
+def test_a_saved_row_is_seen_at_the_next_request(closed, client):
+    url = f"/c/{closed.slug}/"
+    client.get(url)
+    assert client.get(url)["X-Page-Cache"] == "hit"
+    closed.name = "Renamed Cup"  # a console or admin edit: not audited, but a saved row
+    closed.save()
+    again = client.get(url)
+    assert again["X-Page-Cache"] == "miss" and "Renamed Cup" in again.content.decode()
+
+
+def test_what_the_clock_changes_shows_within_the_bucket(closed, client, settings, monkeypatch):
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 10
+    now = [1_000_000.0]
+    monkeypatch.setattr(page_cache.time, "time", lambda: now[0])
+    url = f"/c/{closed.slug}/rules/"
+    assert client.get(url)["X-Page-Cache"] == "miss"
+    now[0] += 5
+    assert client.get(url)["X-Page-Cache"] == "hit"
+    now[0] += 10
+    assert client.get(url)["X-Page-Cache"] == "miss"
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 0
+    assert "X-Page-Cache" not in client.get(url)
+
+
+def test_the_language_switcher_is_a_get_form_that_keeps_to_this_site(closed, client):
+    page = client.get(f"/c/{closed.slug}/").content.decode()
+    assert 'action="/i18n/setlang/" method="get"' in page
+    r = client.get("/i18n/setlang/", {"language": "ja", "next": f"/c/{closed.slug}/"})
+    assert r.status_code == 302 and r["Location"] == f"/c/{closed.slug}/" and r.cookies["django_language"].value == "ja"
+    assert '<html lang="ja">' in client.get(f"/c/{closed.slug}/").content.decode()
+    hostile = client.get("/i18n/setlang/", {"language": "xx", "next": "https://evil.example/"})
+    assert hostile.status_code == 302 and hostile["Location"] == "/" and "django_language" not in hostile.cookies
+    assert client.put("/i18n/setlang/").status_code == 405
