@@ -20,6 +20,8 @@ header's language switcher is a GET form for that reason.
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import re
 import time
 
@@ -56,8 +58,7 @@ class PublicPageCacheMiddleware:
             response["X-Page-Cache"] = "hit"
             return response
         response = self.get_response(request)
-        if (response.status_code == 200 and not response.streaming and not response.cookies
-                and response.get("Content-Type", "").startswith("text/html")):
+        if _storable(response) and not response.cookies:
             headers = [(k, v) for k, v in response.items() if k.lower() not in NOT_REPLAYED]
             cache.set(key, {"content": response.content, "headers": headers}, seconds)
             response["X-Page-Cache"] = "miss"
@@ -72,10 +73,56 @@ class PublicPageCacheMiddleware:
 
     @staticmethod
     def key(request, seconds: int) -> str:
-        version = cache.get(VERSION_KEY, 0)
-        newest = AuditLog.objects.order_by("-id").values_list("id", flat=True).first() or 0
-        language = translation.get_language_from_request(request)
-        return f"page:{version}:{newest}:{int(time.time() // seconds)}:{language}:{request.get_full_path()}"
+        return f"page:{_state(seconds)}:{translation.get_language_from_request(request)}:{request.get_full_path()}"
+
+
+def _state(seconds: int) -> str:
+    """The part of every key that changes with the contest's data: version, newest audit entry, clock bucket."""
+    newest = AuditLog.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    return f"{cache.get(VERSION_KEY, 0)}:{newest}:{int(time.time() // seconds)}"
+
+
+def _storable(response) -> bool:
+    return (response.status_code == 200 and not response.streaming
+            and response.get("Content-Type", "").startswith("text/html"))
+
+
+def per_session(view):
+    """Cache a signed-in page (the team dashboard) for the session that rendered it, under the same
+    state key as the public pages.
+
+    The page holds that visitor's name and CSRF token, so its key also holds the
+    session and the CSRF cookie (hashed): a reload by the same browser is served
+    the stored page; nobody else ever is. A page that showed flash messages, or
+    that made a new CSRF secret, is not stored (the next load must not repeat
+    the message, and the token's cookie goes out with this response only; Django
+    re-sends a known CSRF cookie with every page only to renew its year-long expiry,
+    which a stored page skips).
+    """
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
+        session = request.session.session_key
+        if seconds <= 0 or request.method != "GET" or not session or "messages" in request.COOKIES:
+            return view(request, *args, **kwargs)
+        who = hashlib.sha256(f"{session}:{request.COOKIES.get(settings.CSRF_COOKIE_NAME, '')}".encode()).hexdigest()
+        key = (f"session-page:{who}:{_state(seconds)}:{translation.get_language()}:"
+               f"{request.get_full_path()}")
+        stored = cache.get(key)
+        if stored is not None:
+            response = HttpResponse(stored["content"], content_type=stored["content_type"])
+            response["X-Page-Cache"] = "hit"
+            return response
+        response = view(request, *args, **kwargs)
+        # A CSRF secret made by this request (the browser had none) goes out in this response's cookie only.
+        csrf_secret = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
+        new_secret = "CSRF_COOKIE" in request.META and request.META["CSRF_COOKIE"] != csrf_secret
+        if (_storable(response) and not response.cookies and not new_secret
+                and b'class="messages"' not in response.content):
+            cache.set(key, {"content": response.content, "content_type": response["Content-Type"]}, seconds)
+            response["X-Page-Cache"] = "miss"
+        return response
+    return wrapper
 
 
 #: Cache entry counting the changes of the contest app's rows (part of every page's key).

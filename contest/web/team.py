@@ -24,6 +24,7 @@ from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPr
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from scoring.vocabulary import AttackKind
 
+from . import page_cache
 from .common import (
     CHALLENGE_SHORT,
     bundle_download,
@@ -285,6 +286,7 @@ def history_csv(request, slug):
 
 
 @login_required
+@page_cache.per_session
 def dashboard(request, slug):
     """The team's page for one round at a time (round tabs, as on the public results pages).
 

@@ -94,3 +94,35 @@ def test_the_language_switcher_is_a_get_form_that_keeps_to_this_site(closed, cli
     hostile = client.get("/i18n/setlang/", {"language": "xx", "next": "https://evil.example/"})
     assert hostile.status_code == 302 and hostile["Location"] == "/" and "django_language" not in hostile.cookies
     assert client.put("/i18n/setlang/").status_code == 405
+
+
+def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else_does(closed, client_for):
+    url = f"/c/{closed.slug}/team/"
+    alpha = client_for("alpha1")
+    first = alpha.get(url)  # the CSRF secret is made now: its cookie goes out with this page, not stored
+    assert first.status_code == 200 and "X-Page-Cache" not in first
+    stored = alpha.get(url)
+    assert stored["X-Page-Cache"] == "miss"
+    again = alpha.get(url)
+    assert again["X-Page-Cache"] == "hit" and again.content == stored.content
+    assert again["Content-Security-Policy"] == stored["Content-Security-Policy"]  # the middleware still adds it
+    other = client_for("alpha2")  # same team, another member: its own page
+    other.get(url)
+    mine = other.get(url)
+    assert mine["X-Page-Cache"] == "miss" and "Signed in as alpha2" in mine.content.decode()
+    closed.rounds.get().phases.first().save()  # any saved row: the next load renders again
+    assert alpha.get(url)["X-Page-Cache"] == "miss"
+
+
+def test_a_page_with_a_flash_message_is_not_stored(closed, client_for):
+    url = f"/c/{closed.slug}/team/"
+    alpha = client_for("alpha1")
+    alpha.get(url)
+    ps = closed.rounds.get().datasets.filter(number=2).first().public_set
+    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, closed.users_per_set + 1))).encode()
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    shown = alpha.post(f"/c/{closed.slug}/team/targets/{ps.pk}/attack/",
+                       {"kind": "etable", "file": SimpleUploadedFile("e.csv", etable)}, follow=True)
+    assert 'class="messages"' in shown.content.decode() and "X-Page-Cache" not in shown
+    after = alpha.get(url)
+    assert 'class="messages"' not in after.content.decode()
