@@ -8,10 +8,13 @@
    created; the second is generated and left open, so a team can upload during
    the load test (its generation is not part of the round's figure).
 2. **Pages under load.** gunicorn on loopback serves the published contest;
-   ``--clients`` concurrent clients (an asyncio client, httpx) request the public
-   pages and a team's dashboard for ``--seconds`` while an 80 MB anonymized set
-   (MRLH with 16 x 16 blocks, no deletion: the 2019 ``A2-4-4-0`` shape) is uploaded
-   through the API and scored by the teams' worker.
+   ``--clients`` concurrent connections request the public pages (five in six
+   of them, without a session) and the team dashboard (one in six, signed in as
+   members of four teams) for ``--seconds`` while an 80 MB anonymized set is
+   uploaded through the API and scored by the teams' worker. The load client is
+   wrk (Debian's ``wrk``, C, ``contest/bench_wrk.lua``), which leaves the two
+   cores to the server; without it, an asyncio client (httpx) in this process,
+   which costs about 5 ms of CPU per request itself and so measures the client too.
 
 The embedded default (SQLite, filesystem broker) runs in a private folder;
 with ``DATABASE_URL`` and ``CELERY_BROKER_URL`` set it runs on PostgreSQL and
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -94,6 +98,36 @@ async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, sec
     return results
 
 
+def _wrk(base: str, paths: list[str], connections: int, seconds: float, cookies: list[str],
+         out: Path) -> subprocess.Popen:
+    """Start wrk on ``paths`` with ``connections`` connections for ``seconds``; thread n (one per
+    cookie string, else one) sends ``cookies[n]``. Its report goes to ``out``. Loopback only."""
+    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"
+    threads = max(1, min(len(cookies), connections))
+    env = dict(os.environ, WRK_PATHS=" ".join(paths), **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
+    return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",
+                             "--timeout", "30s", "-s", str(ROOT / "contest" / "bench_wrk.lua"), base],
+                            stdout=out.open("w"), stderr=subprocess.STDOUT, env=env)
+
+
+def _wrk_summary(out: Path) -> dict:
+    """The figures the Lua script printed: requests, seconds, errors, non2xx, p50, p95, p99 (ms)."""
+    fields = dict(line.split() for line in out.read_text().splitlines() if len(line.split()) == 2
+                  and line.split()[0] in ("requests", "seconds", "errors", "non2xx", "p50", "p95", "p99"))
+    if "p95" not in fields:
+        raise RuntimeError(f"wrk did not report:\n{out.read_text()[-2000:]}")
+    summary = {k: float(v) for k, v in fields.items()}
+    summary["rate"] = summary["requests"] / summary["seconds"]
+    summary["errors"] += summary.pop("non2xx")
+    return summary
+
+
+def _httpx_summary(rows: list[tuple[str, float, int]], group: str, seconds: float) -> dict:
+    times = [t * 1000 for g, t, _s in rows if g == group]
+    return {"requests": len(times), "rate": len(times) / seconds, "p50": _p(times, 50), "p95": _p(times, 95),
+            "p99": _p(times, 99), "errors": sum(1 for g, _t, s in rows if g == group and s != 200)}
+
+
 def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
@@ -144,10 +178,14 @@ def main(argv=None) -> int:
     contest, slug = report.contest, report.contest.slug
 
     # ----- pages under load while an 80 MB upload is scored
-    member = Membership.objects.filter(team__contest=contest).select_related("user", "team").order_by("pk").first()
-    browser = Client()
-    browser.force_login(member.user)
-    team_cookies = {"sessionid": browser.cookies["sessionid"].value}
+    members = [Membership.objects.filter(team__contest=contest, team__number=n).select_related("user", "team")
+               .order_by("pk").first() for n in range(1, min(4, args.teams) + 1)]
+    member = members[0]
+    sessions = []
+    for m in members:  # a signed-in member of each of four teams
+        browser = Client()
+        browser.force_login(m.user)
+        sessions.append(browser.cookies["sessionid"].value)
     token = Token.objects.get_or_create(user=member.user)[0].key
     ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
                                                                   team=member.team, challenge=1)
@@ -179,10 +217,17 @@ def main(argv=None) -> int:
             if time.time() > deadline:
                 raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
             time.sleep(0.3)
-        paths = [("public", p.format(slug=slug), {}) for p in PUBLIC_PAGES]
-        paths += [("team", p.format(slug=slug), team_cookies) for p in TEAM_PAGES]
-        for group, path, cookies in paths:  # warm up: one request each (imports, first queries)
-            assert httpx.get(base + path, cookies=cookies, timeout=60).status_code == 200, (group, path)
+        public_paths = [p.format(slug=slug) for p in PUBLIC_PAGES]
+        team_paths = [p.format(slug=slug) for p in TEAM_PAGES]
+        for path in public_paths:  # warm up: one request each (imports, first queries)
+            assert httpx.get(base + path, timeout=60).status_code == 200, path
+        team_cookies = []
+        for session in sessions:  # a browser's first visit: the page gives it its CSRF cookie
+            first = httpx.get(base + team_paths[0], cookies={"sessionid": session}, timeout=60)
+            assert first.status_code == 200, first.status_code
+            team_cookies.append({"sessionid": session, "csrftoken": first.cookies["csrftoken"]})
+        team_connections = max(1, args.clients // 6)
+        use_wrk = shutil.which("wrk") is not None
 
         upload_result = {}
 
@@ -194,12 +239,28 @@ def main(argv=None) -> int:
 
         import threading
         sender = threading.Thread(target=upload)
-        print(f"# load: {args.clients} clients for {args.seconds:.0f} s on {len(paths)} pages, gunicorn "
-              f"{args.web_workers} x 8 threads; a {big_label} scored meanwhile", flush=True)
+        client = "wrk" if use_wrk else "httpx asyncio client in this process (apt-get install wrk for a lighter one)"
+        print(f"# load: {args.clients} connections for {args.seconds:.0f} s ({args.clients - team_connections} on "
+              f"{len(public_paths)} public pages, {team_connections} on the team dashboard of {len(sessions)} "
+              f"members), gunicorn {args.web_workers} x 8 threads, client {client}; a {big_label} scored meanwhile",
+              flush=True)
         sender.start()
         t_load = time.perf_counter()
-        rows = asyncio.run(_load(base, paths, args.clients, args.seconds, max_requests=500_000))
-        load_seconds = time.perf_counter() - t_load
+        if use_wrk:
+            header = lambda c: "; ".join(f"{k}={v}" for k, v in c.items())  # noqa: E731
+            team_run = _wrk(base, team_paths, team_connections, args.seconds, [header(c) for c in team_cookies],
+                            logs / "wrk-team.txt")
+            public_run = _wrk(base, public_paths, args.clients - team_connections, args.seconds, [],
+                              logs / "wrk-public.txt")
+            public_run.wait()
+            team_run.wait()
+            summary = {"public": _wrk_summary(logs / "wrk-public.txt"), "team": _wrk_summary(logs / "wrk-team.txt")}
+        else:
+            paths = [("public", p, {}) for p in public_paths] * len(team_cookies)  # one request in six: team
+            paths += [("team", p, c) for c in team_cookies for p in team_paths]
+            rows = asyncio.run(_load(base, paths, args.clients, args.seconds, max_requests=500_000))
+            load_seconds = time.perf_counter() - t_load
+            summary = {g: _httpx_summary(rows, g, load_seconds) for g in ("public", "team")}
         sender.join()
         status, _seconds, body = upload_result.get("answer", (None, 0.0, b""))
         if status != 202:
@@ -215,13 +276,10 @@ def main(argv=None) -> int:
         stop_process_groups(procs, grace=10)
 
     print(f"\n{'pages':<8} {'requests':>9} {'req/s':>7} {'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'errors':>7}")
-    summary = {}
     for group in ("public", "team"):
-        times = [t * 1000 for g, t, _s in rows if g == group]
-        errors = sum(1 for g, _t, s in rows if g == group and s != 200)
-        summary[group] = _p(times, 95)
-        print(f"{group:<8} {len(times):>9} {len(times) / load_seconds:>7.1f} {_p(times, 50):>7.0f} "
-              f"{_p(times, 95):>7.0f} {_p(times, 99):>7.0f} {errors:>7}")
+        g = summary[group]
+        print(f"{group:<8} {g['requests']:>9.0f} {g['rate']:>7.1f} {g['p50']:>7.0f} {g['p95']:>7.0f} "
+              f"{g['p99']:>7.0f} {g['errors']:>7.0f}")
     status, upload_s, _body = upload_result["answer"]
     scored = f"{scored_after:.1f} s after it was stored" if scored_after is not None else "(not scored)"
     print(f"{big_label}: answered {status} in {upload_s:.1f} s, scored {aset.status} {scored}; "
@@ -229,8 +287,8 @@ def main(argv=None) -> int:
     for line in report.summary_lines()[1:-1]:
         print(line)
     print(f"whole round: {report.whole_round_seconds():.1f} s")
-    print(f"public pages p95: {summary['public']:.0f} ms")
-    print(f"team dashboard p95: {summary['team']:.0f} ms")
+    print(f"public pages p95: {summary['public']['p95']:.0f} ms")
+    print(f"team dashboard p95: {summary['team']['p95']:.0f} ms")
     return 0
 
 
