@@ -7,7 +7,8 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
 # Static files are collected at build time and served by WhiteNoise.
 RUN SECRET_KEY=build-only DEBUG=1 python manage.py collectstatic --noinput
-RUN useradd --create-home tracecup && mkdir -p /app/var && chown -R tracecup /app/var
+# /bundles: the built attack material and exports (a volume shared by web and workers in docker-compose).
+RUN useradd --create-home tracecup && mkdir -p /app/var /bundles && chown -R tracecup /app/var /bundles
 USER tracecup
 EXPOSE 8000
 CMD ["gunicorn", "contest.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "300"]
