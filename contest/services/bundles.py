@@ -49,6 +49,9 @@ from contest.services import jobs, storage
 
 log = logging.getLogger(__name__)
 
+#: zlib level of the members of a bundle (1 fastest .. 9 smallest).
+ZIP_LEVEL = 1
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -111,7 +114,9 @@ def write_bundle(dest, entries: Iterable[Entry | Member], *, manifest: dict | No
     entries = list(entries)
     rows = entries if all(isinstance(e, Member) for e in entries) else members(entries)
     doc = dict(manifest or {})
-    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    # Deflate level 1, not the default 6: a 2019-size round's attack material (86 files, 881 MB of CSV),
+    # built while the judge attacks run, takes 11.8 s for a 283 MB zip instead of 43.7 s for 240 MB.
+    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as zf:
         for i, member in enumerate(rows):
             if on_member is not None:
                 on_member(i, len(rows), member)
