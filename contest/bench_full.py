@@ -99,12 +99,14 @@ async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, sec
 
 
 def _wrk(base: str, paths: list[str], connections: int, seconds: float, cookies: list[str],
-         out: Path) -> subprocess.Popen:
-    """Start wrk on ``paths`` with ``connections`` connections for ``seconds``; thread n (one per
-    cookie string, else one) sends ``cookies[n]``. Its report goes to ``out``. Loopback only."""
+         out: Path, max_requests: int = 500_000) -> subprocess.Popen:
+    """Start wrk on ``paths`` with ``connections`` connections for ``seconds`` and at most about
+    ``max_requests`` requests; thread n (one per cookie string, else one) sends ``cookies[n]``.
+    Its report goes to ``out``. Loopback only."""
     assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"
     threads = max(1, min(len(cookies), connections))
-    env = dict(os.environ, WRK_PATHS=" ".join(paths), **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
+    env = dict(os.environ, WRK_PATHS=" ".join(paths), WRK_MAX_REQUESTS=str(max_requests // threads),
+               **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
     return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",
                              "--timeout", "30s", "-s", str(ROOT / "contest" / "bench_wrk.lua"), base],
                             stdout=out.open("w"), stderr=subprocess.STDOUT, env=env)

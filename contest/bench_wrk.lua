@@ -1,6 +1,7 @@
 -- Load script of make bench-full (contest/bench_full.py) for wrk: every connection cycles over
 -- WRK_PATHS (space separated); thread n sends the cookies WRK_COOKIE_<n> (a signed-in member's
--- session) when set. At the end it prints requests, seconds, errors and latency percentiles (ms).
+-- session) when set, and stops after WRK_MAX_REQUESTS responses (per thread; wrk's -d bounds the
+-- time). At the end it prints requests, seconds, errors and latency percentiles (ms).
 local paths = {}
 for p in string.gmatch(os.getenv("WRK_PATHS") or "/", "%S+") do table.insert(paths, p) end
 local threads = 0
@@ -13,6 +14,13 @@ end
 
 function init(args)
   i = n
+  answered = 0
+  most = tonumber(os.getenv("WRK_MAX_REQUESTS") or "") or math.huge
+end
+
+function response(status, headers, body)
+  answered = answered + 1
+  if answered >= most then wrk.thread:stop() end
 end
 
 function request()
