@@ -19,6 +19,7 @@ database holds everything it is made of.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -147,8 +148,8 @@ class Plan:
     manifest: dict
     extra: dict[str, str] = field(default_factory=dict)
 
-    @property
-    def inputs(self) -> str:
+    @functools.cached_property
+    def inputs(self) -> str:  # read by current(), build_job(), request_build() and file_name: hashed once
         doc = {"kind": self.kind, "manifest": self.manifest, "files": [m.row() for m in self.members],
                "extra": {k: hashlib.sha256(v.encode()).hexdigest() for k, v in self.extra.items()}}
         return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()

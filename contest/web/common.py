@@ -330,6 +330,8 @@ def bundle_download(request, plan: bundles.Plan, *, title: str, back_url: str, b
         response["ETag"] = f'"{built.sha256}"'
         return response
     job = None if built is not None else bundles.request_build(plan, user=request.user)
+    if built is None and job is None:  # another worker finished it between the two looks
+        built = bundles.current(plan)
     ctx = {"contest": plan.contest, "built": built, "job": job, "title": title,
            "download_url": request.path, "status_url": f"{request.path}?status=1"}
     if request.GET.get("status") == "1":

@@ -14,9 +14,10 @@ Redis), the newest audit-log entry (what the workers change is audited:
 publishing, phase changes, pseudonymization, uploads; seen by every web process
 even with per-process caches) and a time bucket of
 ``TRACECUP_PAGE_CACHE_SECONDS``: what the clock changes (a phase opening at
-its time) or a bulk update elsewhere shows within it, 10 s by default. A page that sets a cookie (a CSRF token, a
-session) is never stored, so no visitor is served another's token; the
-header's language switcher is a GET form for that reason.
+its time) or a bulk update elsewhere shows within it, 10 s by default. A page
+that sets a cookie (a CSRF token, a session) is never stored, so no visitor is
+served another's token; the header's language switcher is a GET form for that
+reason.
 """
 from __future__ import annotations
 
