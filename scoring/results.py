@@ -7,6 +7,13 @@ minimum privacy scores of every set, per-round and weighted totals per team,
 the attack matrix and the awards. A late attack or a re-score simply calls it
 again with the new rows: nothing is cached between calls. No Django here.
 
+The rules themselves (minimum over attempts, invalid -> 0, unattacked -> 1,
+attacker sums, round weights) live in one function, :func:`rule_values`, on
+arrays with a replicate axis: the published results are its one-column case,
+and ``scoring.uncertainty`` runs it on the stored scores, per-attack bounds and
+bootstrap replicates at once, so the intervals can never follow other rules
+than the ranking (:func:`rankings_at` re-ranks any column).
+
 Vocabulary
 ----------
 - A *set* is one anonymized set ``A(t, j)`` of team ``t`` in challenge ``j``
@@ -88,6 +95,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
+
+import numpy as np
 
 from .vocabulary import ATTACK_KINDS as KINDS
 from .vocabulary import CHALLENGES, IDP, REIDENTIFICATION, TRACE_INFERENCE, TRP  # noqa: F401 - re-exported
@@ -489,8 +498,9 @@ def compute_results(
         interpreted (see the module docstring).
 
     The stages, each a function of the previous ones' output: :func:`_check_parameters`,
-    :func:`_check_sets`, :func:`_counted_attacks` (validated input), :func:`_best_attempts` and
-    :func:`_set_minima` (minimum scores), :func:`_team_rounds` (per-round totals),
+    :func:`_check_sets`, :func:`_counted_attacks` (validated input), :func:`_attempt_counts`,
+    :func:`rule_values` (the rules of SPEC 7 and 9, on one column: the stored scores; the uncertainty
+    code runs the same function on many), :func:`_set_minima`, :func:`_team_rounds`,
     :func:`_weighted_totals`, :func:`_awards` (the variant's :data:`AWARD_RULES`) and
     :func:`_leaderboards`.
     """
@@ -498,14 +508,17 @@ def compute_results(
     rounds = tuple(sorted(weights))
     sets = _check_sets(utility, weights, set(team_ids) | ({benchmark_team} if benchmark_team is not None else set()))
     counted, ignored = _counted_attacks(attacks, sets, team_ids)
-    best, attempts, last_attack = _best_attempts(counted)
+    attempts, last_attack = _attempt_counts(counted)
+    values = rule_values(teams=team_ids, round_weights=weights, valid={ref: row.valid for ref, row in sets.items()},
+                         attempts=((row, float(row.score)) for row in counted), columns=1)
+    best = {k: float(v[0]) for k, v in values.best.items()}
     matrix = tuple(
         MatrixCell(attacker=a, set=ref, kind=kind, best=v, attempts=attempts[(a, ref, kind)])
         for (a, ref, kind), v in sorted(best.items(), key=lambda kv: (kv[0][1], _attacker_key(kv[0][0]), kv[0][2])))
-    set_results = _set_minima(sets, best, attempts, benchmark_team)
+    set_results = _set_minima(sets, best, attempts, benchmark_team, values)
     set_min = {s.set: s for s in set_results}
-    team_rounds = _team_rounds(rounds, team_ids, sets, set_min, best)
-    team_totals = _weighted_totals(team_ids, weights, team_rounds)
+    team_rounds = _team_rounds(rounds, team_ids, sets, values)
+    team_totals = _weighted_totals(team_ids, values)
     awards, standings = _awards(AWARD_RULES[variant], team_ids, sets, team_totals, last_attack, tie_break, places)
     return Results(
         variant=variant, tie_break=tie_break,
@@ -587,47 +600,49 @@ def _counted_attacks(attacks, sets, team_ids) -> tuple[list[AttackRow], list[str
         _check_time(row.submitted_at, what)
         if ref not in sets:
             raise ValueError(f"{what}: no utility row for this set (it was never submitted)")
-        if isinstance(a, int) and a == ref.team:
-            ignored.append(f"{row.kind} attack by team {a} on its own set {ref.key}: not counted")
-            continue
-        if not sets[ref].valid:
-            ignored.append(f"{row.kind} attack by {a!r} on invalid set {ref.key}: not counted")
+        reason = not_counted_reason(row, sets[ref].valid)
+        if reason:
+            ignored.append(reason)
             continue
         counted.append(row)
     return counted, ignored
 
 
-# ----- stage 2: minimum scores ----------------------------------------------------------------
-def _best_attempts(counted):
-    """Per (attacker, set, kind): the best (lowest) score and the number of attempts; per
-    (team, kind): the time of its latest counted attack. Min is order-free, attempts a count."""
-    best: dict[tuple, float] = {}
+def not_counted_reason(row: AttackRow, target_valid: bool) -> str | None:
+    """Why the attack ``row`` on a set (valid or not) does not count, or None if it counts (SPEC 8.5, 9):
+    a team's attack on its own set, and any attack on an invalid set."""
+    a, ref = row.attacker, row.set
+    if isinstance(a, int) and a == ref.team:
+        return f"{row.kind} attack by team {a} on its own set {ref.key}: not counted"
+    if not target_valid:
+        return f"{row.kind} attack by {a!r} on invalid set {ref.key}: not counted"
+    return None
+
+
+# ----- stage 2: attempts and minimum scores ----------------------------------------------------------------
+def _attempt_counts(counted):
+    """Per (attacker, set, kind): the number of counted attempts; per (team, kind): the time of its
+    latest counted attack (the best attempt is :func:`rule_values`' business)."""
     attempts: dict[tuple, int] = {}
     last_attack: dict[tuple, datetime | None] = {}
     for row in counted:
         k = (row.attacker, row.set, row.kind)
-        s = float(row.score)
-        best[k] = min(best.get(k, s), s)
         attempts[k] = attempts.get(k, 0) + 1
         if isinstance(row.attacker, int):
             tk = (row.attacker, row.kind)
             last_attack[tk] = _latest([last_attack.get(tk), row.submitted_at])
-    return best, attempts, last_attack
+    return attempts, last_attack
 
 
-def _set_minima(sets, best, attempts, benchmark_team) -> list[SetResult]:
-    """s_I,min and s_T,min of every set (0 if invalid, 1 if valid and not attacked), with who reached them."""
+def _set_minima(sets, best, attempts, benchmark_team, values: RuleValues) -> list[SetResult]:
+    """The sets with their s_I,min and s_T,min (the one-replicate ``values``) and who reached them."""
     by_set: dict[tuple, list] = {}
     for (a, ref, kind), v in best.items():
         by_set.setdefault((ref, kind), []).append((a, v))
 
     def minimum(ref: SetRef, kind: str):
-        if not sets[ref].valid:
-            return 0.0, 0, ()
-        entries = by_set.get((ref, kind), [])
-        if not entries:
-            return 1.0, 0, ()
-        low = min(v for _, v in entries)
+        low = float(values.set_min[(ref, kind)][0])
+        entries = by_set.get((ref, kind), []) if sets[ref].valid else []
         who = tuple(sorted((a for a, v in entries if v == low), key=_attacker_key))
         n = sum(attempts[(a, ref, kind)] for a, _ in entries)
         return low, n, who
@@ -644,38 +659,137 @@ def _set_minima(sets, best, attempts, benchmark_team) -> list[SetResult]:
     return out
 
 
-# ----- stage 3: per-round and weighted totals --------------------------------------------------
-def _team_rounds(rounds, team_ids, sets, set_min, best) -> list[TeamRound]:
+# ----- stage 3: the rules of SPEC 9 on arrays with a replicate axis ------------------------------
+#: The per-round (and weighted) quantities of a team, in :class:`TeamRound` / :class:`TeamTotal` order.
+TEAM_FIELDS = ("s_i_min", "s_t_min", "overall", "attack_sum_i", "attack_sum_t")
+
+
+@dataclass(frozen=True)
+class RuleValues:
+    """Every quantity SPEC 9 ranks, each a (C,) float64 array over C columns ("replicates").
+
+    The published results are the one-column case (the stored scores); ``scoring.uncertainty``
+    passes the stored scores in column 0, bounds and bootstrap replicates in the others, and so
+    gets every rule -- set minima, invalid -> 0, unattacked -> 1, attacker sums, round weights --
+    from this one place.
+
+    Attributes:
+        columns: C.
+        best: (attacker, SetRef, kind) -> (C,) the attacker's best (lowest) counted attempt.
+        set_min: (SetRef, kind) -> (C,) minimum over the counted attempts of that kind on the set.
+        team_rounds: (round, team) -> {field of :data:`TEAM_FIELDS`: (C,)}.
+        team_totals: team -> {field: (C,)}, ``sum_r w_r * value_r``.
+    """
+
+    columns: int
+    best: dict
+    set_min: dict
+    team_rounds: dict
+    team_totals: dict
+
+    def board(self, name: str, team: int) -> np.ndarray:
+        """(C,) the value that ranks ``team`` on leaderboard ``name`` (:func:`leaderboard_name`)."""
+        if name == LEADERBOARD_TOTAL:
+            return self.team_totals[team]["overall"]
+        for (r, t), fields_ in self.team_rounds.items():
+            if t != team:
+                continue
+            if name == leaderboard_name(r):
+                return fields_["overall"]
+            for c, kind in ((IDP, REIDENTIFICATION), (TRP, TRACE_INFERENCE)):
+                if name == leaderboard_name(r, c):
+                    return self.set_min[(SetRef(r, team, c), kind)]
+        raise KeyError((name, team))
+
+
+def rule_values(*, teams: Sequence[int], round_weights: Mapping[int, float], valid: Mapping[SetRef, bool],
+                attempts: Iterable[tuple[AttackRow, np.ndarray]], columns: int) -> RuleValues:
+    """The rules of SPEC 7 and 9 on (C,) columns of attack scores.
+
+    Args:
+        teams: participating team ids.
+        round_weights: round -> weight.
+        valid: every submitted set (the benchmark's too) -> its validity.
+        attempts: (attack row, (C,) its score in each column); rows that do not count
+            (:func:`not_counted_reason`) are skipped.
+        columns: C.
+    Returns:
+        :class:`RuleValues`. Per column: a valid set's minimum is the lowest attempt of the kind
+        (1 if none), an invalid set's 0; per round a team's s_I,min(t,1), s_T,min(t,2) (an
+        unsubmitted set 0), their sum, and its attacker sums (each valid set of another team or
+        the benchmark counts the team's best attempt on it, or 1 if it made none); then the
+        round-weighted totals. Only (C,) vectors are combined: no loop runs per column.
+    """
+    ones, zeros = np.ones(columns), np.zeros(columns)
+    best: dict[tuple, np.ndarray] = {}
+    for row, score in attempts:
+        ref = row.set
+        if ref not in valid or not_counted_reason(row, valid[ref]):
+            continue
+        score = np.asarray(score, dtype=np.float64).reshape(columns)
+        k = (row.attacker, ref, row.kind)
+        best[k] = np.minimum(best[k], score) if k in best else score
+    set_min: dict = {}
+    for (_attacker, ref, kind), v in best.items():
+        set_min[(ref, kind)] = np.minimum(set_min[(ref, kind)], v) if (ref, kind) in set_min else v
+    for ref, ok in valid.items():
+        for kind in KINDS:
+            # invalid: 0 (SPEC 7); valid and never attacked in this kind: 1 (nothing lowered it)
+            set_min[(ref, kind)] = set_min.get((ref, kind), ones) if ok else zeros
+    team_rounds: dict = {}
+    rounds = sorted(round_weights)
+    for r in rounds:
+        round_sets = sorted(ref for ref in valid if ref.round == r)
+        for t in teams:
+            idp, trp = SetRef(r, t, IDP), SetRef(r, t, TRP)
+            s_i = set_min[(idp, REIDENTIFICATION)] if idp in valid else zeros
+            s_t = set_min[(trp, TRACE_INFERENCE)] if trp in valid else zeros
+            # attacked -> best attempt, valid but not attacked -> 1; own, invalid and unsubmitted
+            # sets are not targets (count 0)
+            targets = [ref for ref in round_sets if ref.team != t and valid[ref]]
+            sums = {kind: np.sum([best.get((t, ref, kind), ones) for ref in targets] or [zeros], axis=0)
+                    for kind in KINDS}
+            team_rounds[(r, t)] = {"s_i_min": s_i, "s_t_min": s_t, "overall": s_i + s_t,
+                                   "attack_sum_i": sums[REIDENTIFICATION], "attack_sum_t": sums[TRACE_INFERENCE]}
+    team_totals = {t: {f: np.sum([float(round_weights[r]) * team_rounds[(r, t)][f] for r in rounds] or [zeros],
+                                 axis=0) for f in TEAM_FIELDS} for t in teams}
+    return RuleValues(columns=columns, best=best, set_min=set_min, team_rounds=team_rounds, team_totals=team_totals)
+
+
+def _team_rounds(rounds, team_ids, sets, values: RuleValues) -> list[TeamRound]:
     """Each team's s_I,min(t,1), s_T,min(t,2), overall and attacker sums in each round (SPEC 9)."""
     out = []
     for r in rounds:
-        round_sets = [ref for ref in sorted(sets) if ref.round == r]
         for t in team_ids:
-            idp = set_min.get(SetRef(r, t, IDP))
-            trp = set_min.get(SetRef(r, t, TRP))
-            s_i = idp.s_i_min if idp is not None else 0.0
-            s_t = trp.s_t_min if trp is not None else 0.0
-            targets = [ref for ref in round_sets if ref.team != t and sets[ref].valid]
-            # attacked -> best attempt, valid but not attacked -> 1; own, invalid and
-            # unsubmitted sets are not in `targets` (count 0)
-            sums = {kind: math.fsum(best.get((t, ref, kind), 1.0) for ref in targets) for kind in KINDS}
-            out.append(TeamRound(
-                round=r, team=t, s_i_min=s_i, s_t_min=s_t, overall=s_i + s_t,
-                attack_sum_i=sums[REIDENTIFICATION], attack_sum_t=sums[TRACE_INFERENCE],
-                n_targets=len(targets)))
+            v = {f: float(values.team_rounds[(r, t)][f][0]) for f in TEAM_FIELDS}
+            n_targets = sum(1 for ref, row in sets.items() if ref.round == r and ref.team != t and row.valid)
+            out.append(TeamRound(round=r, team=t, n_targets=n_targets, **v))
     return out
 
 
-def _weighted_totals(team_ids, weights, team_rounds) -> tuple[TeamTotal, ...]:
+def _weighted_totals(team_ids, values: RuleValues) -> tuple[TeamTotal, ...]:
     """``sum_r w_r * value_r`` of every per-round quantity of every team."""
-    def weighted(t: int, attr: str) -> float:
-        return math.fsum(weights[tr.round] * getattr(tr, attr) for tr in team_rounds if tr.team == t)
+    return tuple(TeamTotal(team=t, **{f: float(values.team_totals[t][f][0]) for f in TEAM_FIELDS})
+                 for t in team_ids)
 
-    return tuple(
-        TeamTotal(team=t, s_i_min=weighted(t, "s_i_min"), s_t_min=weighted(t, "s_t_min"),
-                  overall=weighted(t, "overall"), attack_sum_i=weighted(t, "attack_sum_i"),
-                  attack_sum_t=weighted(t, "attack_sum_t"))
-        for t in team_ids)
+
+def rankings_at(results: Results, values: RuleValues, column: int = 0) -> dict[str, tuple[int, ...]]:
+    """Every ranking of ``results`` (award standings and leaderboards, by name: the team order)
+    re-ranked by :func:`_ranking` on column ``column`` of ``values``, with the published
+    candidates, exclusions and final-submission times. On the column of the stored scores it
+    gives the published order; ``scoring.uncertainty`` relies on that."""
+    out: dict[str, tuple[int, ...]] = {}
+    rules = {rule.name: rule for rule in AWARD_RULES[results.variant]}
+    for name, rows in results.standings:
+        rule = rules[name]
+        value = {st.team: float(values.team_totals[st.team][rule.value][column]) for st in rows}
+        times = {st.team: st.final_submission_at for st in rows}
+        out[name] = tuple(_ranking(list(value), value, rule.higher_is_better, times, results.tie_break)[0])
+    for name, rows in results.leaderboards:
+        value = {st.team: float(values.board(name, st.team)[column]) for st in rows}
+        times = {st.team: st.final_submission_at for st in rows}
+        out[f"leaderboard:{name}"] = tuple(_ranking(list(value), value, True, times, results.tie_break)[0])
+    return out
 
 
 # ----- stage 4: awards, each variant's rules as data ---------------------------------------------

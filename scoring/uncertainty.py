@@ -1,32 +1,58 @@
-"""How sure are the standings? Bootstrap intervals for the scores of a set.
+"""How sure are the standings? Intervals that cover, swap probabilities, award stability.
 
 A set's scores are averages over its m users (2000 in a contest), so they
-are estimates: another draw of virtual users would move them a little.
-Resampling the users of a set with replacement (the nonparametric
-bootstrap) gives replicates of s_U, s_I,min and s_T,min, and from those:
+are estimates of the population the users were drawn from: another draw of
+virtual users would move them a little. This module says how much, from the
+per-user parts of every score (:func:`per_user_utility`, :func:`per_user_attack`).
 
-- a percentile interval for each score (:func:`interval`);
-- the probability that two adjacent places in a ranking would swap
-  (:func:`swap_probabilities`), so that places decided by noise are flagged;
-- how often an award would go to the same team (:func:`stability`).
+The ranked quantities are minima and sums of minima (SPEC 9), and the
+percentile interval of a bootstrapped minimum does not cover: when several
+attacks on a set score alike (20 teams attack every set, so that is the normal
+case) the resampled minimum is biased low and the truth lies above the interval
+(measured at nominal 95%: 0.88 for 2 tied attacks, 0.46 for 5, 0.00 for 15).
+So the intervals are built from per-attack intervals instead
+(:func:`attack_bounds`, :func:`minimum_interval`):
 
-Everything is a matrix product: the resample is a (B, m) matrix of counts
-(how often each user is drawn in replicate b), and every per-user score
-vector is reduced by one product with it; no Python loop runs per replicate
-or per user. Replicates are seeded, so a results job reproduces its numbers.
+- each attack's score sum(num)/sum(den) gets its plug-in (delta-method)
+  standard error, the bootstrap's standard error without resampling noise
+  (:func:`ratio_estimates`);
+- the lower bound of a minimum is the lowest per-attack lower bound at
+  ``z(alpha/2)``: it lies below the truth whenever the attack with the lowest
+  true score has its own lower bound below its truth;
+- the upper bound is the lowest per-attack upper bound at ``z(alpha/(2A))``
+  over the set's A counted attempts (Bonferroni): it lies above the truth
+  unless some attack's upper bound falls below its own truth.
+  A single attack gives the usual normal interval; ties only widen the upper side.
+- a leaderboard value is a sum of n set minima (the round's overall: 2; the
+  weighted total: 2 per round): each term's bounds are taken at ``alpha/n``.
 
-All attacks on a set are evaluated on the *same* resample of its users (the
-minimum is taken inside each replicate), and different sets have different
-users, so their resamples are independent.
+Every ranked quantity is non-decreasing in every attack score, so feeding the
+per-attack bounds through the platform's own rules (``scoring.results.rule_values``)
+gives the bounds of every ranked quantity. The same call carries the stored scores
+(column 0, the published values) and B bootstrap replicates (resampling the users
+of each set with replacement, every attack of a set on the same resample), which
+give the swap probabilities (:func:`swap_probabilities`) and how often an award
+goes to the same team (:func:`stability`). No Python loop runs per user or per
+replicate; replicates are seeded, so a results job reproduces its numbers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
+from scipy.special import ndtr
 
 from . import scores
-from .results import AWARD_RULES, IDP, LEADERBOARD_TOTAL, OVERALL, TRP, SetRef, leaderboard_name
+from .results import (
+    AWARD_RULES,
+    LEADERBOARD_TOTAL,
+    OVERALL,
+    RuleValues,
+    leaderboard_name,
+    not_counted_reason,
+    rule_values,
+)
 from .seeds import derived_seed
 from .vocabulary import AttackKind
 
@@ -36,8 +62,10 @@ REIDENTIFICATION, TRACE_INFERENCE = AttackKind.REIDENTIFICATION, AttackKind.TRAC
 REPLICATES = 1000
 #: Two-sided level of the intervals.
 LEVEL = 0.95
-#: A place is "statistically tied" with the next when the swap probability is at least this.
+#: A place is "statistically tied" with the next when their swap probability is at least this.
 TIE_PROBABILITY = 0.05
+#: How the intervals are built, as the snapshot and the leaderboard's help text state it.
+METHOD = "per-attack-bounds"
 
 
 def resample_counts(m: int, replicates: int = REPLICATES, *, seed: int) -> np.ndarray:
@@ -50,75 +78,83 @@ def resample_counts(m: int, replicates: int = REPLICATES, *, seed: int) -> np.nd
     return np.bincount((draws + offsets).ravel(), minlength=replicates * m).reshape(replicates, m).astype(np.float64)
 
 
-@dataclass(frozen=True)
-class SetReplicates:
-    """Bootstrap replicates of one set's scores.
-
-    Attributes:
-        s_u: (B,) utility; None if no per-user utility was given.
-        s_i_min: (B,) minimum s_I over the set's re-identification attacks; None if none.
-        s_t_min: (B,) minimum s_T over its trace-inference attacks; None if none.
-    """
-
-    s_u: np.ndarray | None
-    s_i_min: np.ndarray | None
-    s_t_min: np.ndarray | None
-
-
-def bootstrap_set(*, m: int, seed: int, replicates: int = REPLICATES, utility: np.ndarray | None = None,
-                  reidentified: np.ndarray | None = None, trace_num: np.ndarray | None = None,
-                  trace_den: np.ndarray | None = None) -> SetReplicates:
-    """Replicates of one set's scores from per-user values.
+def ratio_estimates(num, den=None) -> tuple[np.ndarray, np.ndarray]:
+    """Scores sum(num)/sum(den) and their plug-in standard errors, over the last axis (the users).
 
     Args:
-        m: users in the set.
-        seed: the resample's seed.
-        utility: (m,) each user's mean utility (s_U is their mean: every user has L events).
-        reidentified: (A_i, m) bool, attack a named user i correctly (s_I = 1 - mean).
-        trace_num: (A_t, m) each user's hospital-weighted sum of min(1, d/lambda_T).
-        trace_den: (m,) each user's sum of weights (s_T = sum num / sum den).
+        num: (..., m) per-user numerators (1 - hit for s_I, weighted distances for s_T, utility for s_U).
+        den: (..., m) per-user denominators, broadcast against ``num``; None: every user weighs 1.
     Returns:
-        :class:`SetReplicates`; a kind with no attack (or no utility) is None.
+        (estimate, se), each (...,): se = sqrt(sum((num - estimate * den)^2)) / sum(den), the
+        delta-method standard error of a ratio, which the bootstrap's standard error tends to.
     """
-    w = resample_counts(m, replicates, seed=seed)
-    s_u = s_i = s_t = None
-    if utility is not None:
-        s_u = w @ np.asarray(utility, dtype=np.float64) / m
-    if reidentified is not None and len(reidentified):
-        hits = np.atleast_2d(np.asarray(reidentified, dtype=np.float64))
-        s_i = (1.0 - (w @ hits.T) / m).min(axis=1)
-    if trace_num is not None and len(trace_num):
-        if trace_den is None:
-            raise ValueError("trace_num needs trace_den (each user's sum of event weights)")
-        num = np.atleast_2d(np.asarray(trace_num, dtype=np.float64))
-        s_t = ((w @ num.T) / (w @ np.asarray(trace_den, dtype=np.float64))[:, None]).min(axis=1)
-    return SetReplicates(s_u, s_i, s_t)
+    num = np.asarray(num, dtype=np.float64)
+    den = np.ones(num.shape[-1]) if den is None else np.asarray(den, dtype=np.float64)
+    total = den.sum(axis=-1)
+    est = num.sum(axis=-1) / total
+    resid = num - est[..., None] * den
+    return est, np.sqrt((resid * resid).sum(axis=-1)) / total
 
 
-def interval(samples: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
-    """Percentile interval (lo, hi) of bootstrap replicates at two-sided ``level``."""
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(np.asarray(samples, dtype=np.float64), [a, 1.0 - a])
-    return float(lo), float(hi)
+def _z(tail: float) -> float:
+    """The standard normal quantile with ``tail`` above it."""
+    return NormalDist().inv_cdf(1.0 - tail)
 
 
-def swap_probabilities(replicates: np.ndarray, *, higher_is_better: bool = True) -> np.ndarray:
-    """Probability that each adjacent pair of a ranking would swap under resampling.
+def attack_bounds(estimates, se, *, level: float = LEVEL, terms: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Per-attack (lower, upper) bounds whose minima bound the minimum of the attacks' true scores.
 
     Args:
-        replicates: (n, B) replicates of the ranked quantity, rows in standing
-            order (place 1 first).
+        estimates, se: (..., A) the A counted attempts on one set in one kind (:func:`ratio_estimates`).
+        level: two-sided level of the interval of the minimum.
+        terms: the minimum is one of ``terms`` summed quantities (Bonferroni: level 1 - alpha/terms each).
+    Returns:
+        (lower, upper), each (..., A), clipped to [0, 1]: lower at z(alpha'/2), upper at
+        z(alpha'/(2A)) with alpha' = (1 - level)/terms (see the module docstring for why this covers).
+    """
+    est = np.asarray(estimates, dtype=np.float64)
+    se = np.asarray(se, dtype=np.float64)
+    alpha = (1.0 - level) / terms
+    n = max(est.shape[-1], 1)
+    lower = np.clip(est - _z(alpha / 2) * se, 0.0, 1.0)
+    upper = np.clip(est + _z(alpha / (2 * n)) * se, 0.0, 1.0)
+    return lower, upper
+
+
+def minimum_interval(estimates, se, *, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper), each (...,): interval at ``level`` of min_a (true score of attack a), from
+    per-attack estimates and standard errors (..., A) (:func:`attack_bounds`, the minimum over a)."""
+    lower, upper = attack_bounds(estimates, se, level=level)
+    return lower.min(axis=-1), upper.min(axis=-1)
+
+
+def swap_probabilities(published, replicates, *, higher_is_better: bool = True) -> np.ndarray:
+    """How likely each adjacent pair of a ranking is in the other order in the population.
+
+    Args:
+        published: (n,) the ranked values, place 1 first (ties: equal values).
+        replicates: (n, B) bootstrap replicates of the same values.
         higher_is_better: True for anonymizer rankings, False for attacker sums.
     Returns:
-        (n-1,) float64: entry k is the share of replicates in which place k+2
-        beats place k+1 (an exact tie counts one half).
+        (n-1,) float64: entry k is 2 * Phi(-gap / sd), capped at 1, with gap the published lead of
+        place k+1 over place k+2 and sd the bootstrap standard deviation of that lead: the two-sided
+        p-value of "the two teams are equal in the population". Two teams equal in the population
+        get a value spread evenly over [0, 1] (mean 0.5): the lower team is as likely to be
+        ahead as behind; a lead of many standard deviations gives about 0. An exact tie gives 1.
+
+    (The share of replicates in which the lower place is ahead was used before: given the observed
+    order it averages 0.25, not 0.5, for teams equal in the population.)
     """
+    v = np.asarray(published, dtype=np.float64)
     r = np.asarray(replicates, dtype=np.float64)
-    if r.ndim != 2:
-        raise ValueError(f"replicates must be (n, B), got shape {r.shape}")
-    upper, lower = r[:-1], r[1:]
-    beats = lower > upper if higher_is_better else lower < upper
-    return (beats.mean(axis=1) + 0.5 * (lower == upper).mean(axis=1)).astype(np.float64)
+    if r.ndim != 2 or v.shape != (r.shape[0],):
+        raise ValueError(f"published must be (n,) and replicates (n, B), got {v.shape} and {r.shape}")
+    sign = 1.0 if higher_is_better else -1.0
+    gap = np.round(sign * (v[:-1] - v[1:]), 12)
+    sd = (r[:-1] - r[1:]).std(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(sd > 0, 2.0 * ndtr(-gap / np.where(sd > 0, sd, 1.0)), np.where(gap <= 0, 1.0, 0.0))
+    return np.minimum(p, 1.0).astype(np.float64)
 
 
 def stability(replicates: np.ndarray, winner: int, *, higher_is_better: bool = True) -> float:
@@ -162,108 +198,127 @@ def per_user_attack(kind: str, grid, estimate, *, true_users=None, truth=None, l
     raise ValueError(f"{kind!r} is not an attack kind")
 
 
-def replicate_scores(counts: np.ndarray, num: np.ndarray, den: np.ndarray | None = None) -> np.ndarray:
-    """(k, B) replicates of k ratio scores sum(num)/sum(den) under the (B, m) resample ``counts``.
-
-    ``num``: (k, m) per-user numerators; ``den``: (m,) per-user denominators
-    (None: every user weighs 1, the score is a mean).
-    """
-    num = np.atleast_2d(np.asarray(num, dtype=np.float64))
-    total = counts @ (np.ones(counts.shape[1]) if den is None else np.asarray(den, dtype=np.float64))
-    return (num @ counts.T) / total[None, :]
-
-
 # --------------------------------------------------------------------------
 # the whole results: intervals per set, swaps per leaderboard, award stability
 # --------------------------------------------------------------------------
-def results_uncertainty(results, utility_vectors: dict, attack_vectors: list, *, seed: int,
-                        replicates: int = REPLICATES) -> dict:
-    """Bootstrap every published set, then every ranking of ``results`` (a ``scoring.results.Results``).
+@dataclass(frozen=True)
+class Columns:
+    """Which columns of :class:`scoring.results.RuleValues` hold what (see :func:`replicate_values`).
+
+    ``published``: the stored scores (column 0); ``bounds``: n -> (lower, upper) columns of the
+    quantities that are a sum of n set minima (:func:`attack_bounds` with ``terms=n``);
+    ``bootstrap``: the slice of the B bootstrap replicates; ``attempts``: (AttackRow, (C,) its
+    columns) of every counted attack row, as they went into the rules.
+    """
+
+    published: int
+    bounds: dict
+    bootstrap: slice
+    attempts: tuple = ()
+
+
+def bound_terms(results) -> dict[str, int]:
+    """Leaderboard name -> how many set minima its value sums: a challenge board 1, a round's
+    overall 2, the weighted total 2 per round."""
+    rounds = [r for r, _ in results.round_weights]
+    out = {LEADERBOARD_TOTAL: 2 * len(rounds)}
+    for r in rounds:
+        out[leaderboard_name(r)] = 2
+        for c in (1, 2):
+            out[leaderboard_name(r, c)] = 1
+    return out
+
+
+def replicate_values(results, attack_vectors: list, *, seed: int,
+                     replicates: int = REPLICATES) -> tuple[RuleValues, Columns]:
+    """The ranked quantities of ``results`` in every column: the stored scores, bounds, bootstrap.
 
     Args:
-        utility_vectors: SetRef -> per-user dict of its s_U (:func:`per_user_utility`); a set
-            without one keeps its s_U fixed (the benchmark: 1).
-        attack_vectors: (AttackRow, per-user dict or None) for every attack row the results
-            were computed from; a row without a vector keeps its score fixed in every replicate.
-        seed: the base seed; set ``k`` is resampled with ``derived_seed(seed, k)``.
-    Returns a JSON-ready dict: ``sets`` (key -> interval of s_u, s_i_min, s_t_min),
-    ``leaderboards`` (name -> per place: interval and the probability of swapping with
-    the next place, ``tied`` when at least :data:`TIE_PROBABILITY`), ``awards``
-    (``name-place`` -> share of replicates in which the winner holds that place).
-
-    The rankings are recomputed per replicate by the rules of ``scoring.results``
-    (SPEC 9): a set's minimum over all counted attempts, 0 for invalid or unsubmitted
-    sets, 1 for a valid set nobody attacked in a kind; per round the overall and the
-    attacker sums; combined with the round weights.
+        results: a ``scoring.results.Results``.
+        attack_vectors: (AttackRow, per-user dict or None) for every attack row the results were
+            computed from (:func:`per_user_attack`); a row without parts keeps its score in every
+            column (standard error 0).
+        seed: set ``k`` is resampled with ``derived_seed(seed, k)``.
+    Returns:
+        (:class:`scoring.results.RuleValues`, :class:`Columns`): ``scoring.results.rule_values`` run
+        once on all columns, so column 0 is exactly what ``results`` published.
     """
     B = int(replicates)
-    rounds = [r for r, _ in results.round_weights]
-    weights = dict(results.round_weights)
+    terms = sorted(set(bound_terms(results).values()))
+    bounds = {n: (1 + 2 * i, 2 + 2 * i) for i, n in enumerate(terms)}
+    first_boot = 1 + 2 * len(terms)
+    valid = {s.set: s.valid for s in results.sets}
     by_set: dict = {}
     for row, vec in attack_vectors:
-        by_set.setdefault(row.set, []).append((row, vec))
-    set_reps: dict = {}   # SetRef -> {"s_u", "s_i_min", "s_t_min"}: (B,)
-    best_reps: dict = {}  # (attacker, SetRef, kind) -> (B,) best attempt
+        if row.set in valid and not not_counted_reason(row, valid[row.set]):
+            by_set.setdefault((row.set, row.kind), []).append((row, vec))
+    attempts = []
+    for (ref, _kind), rows in sorted(by_set.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        score = np.array([float(row.score) for row, _ in rows])
+        se = np.zeros(len(rows))
+        boot = np.repeat(score[:, None], B, axis=1)
+        have = [i for i, (_, vec) in enumerate(rows) if vec is not None]
+        if have:
+            num = np.stack([rows[i][1]["num"] for i in have])
+            den = np.stack([rows[i][1].get("den", np.ones(num.shape[1])) for i in have])
+            se[have] = ratio_estimates(num, den)[1]
+            counts = resample_counts(num.shape[1], B, seed=derived_seed(seed, ref.key))
+            boot[have] = (num @ counts.T) / (den @ counts.T)
+        table = np.empty((len(rows), first_boot + B))
+        table[:, 0] = score
+        for n, (lo, hi) in bounds.items():
+            table[:, lo], table[:, hi] = attack_bounds(score, se, terms=n)
+        table[:, first_boot:] = boot
+        attempts += [(row, table[i]) for i, (row, _) in enumerate(rows)]
+    values = rule_values(teams=results.teams, round_weights=dict(results.round_weights), valid=valid,
+                         attempts=attempts, columns=first_boot + B)
+    return values, Columns(published=0, bounds=bounds, bootstrap=slice(first_boot, first_boot + B),
+                           attempts=tuple(attempts))
+
+
+def results_uncertainty(results, utility_vectors: dict, attack_vectors: list, *, seed: int,
+                        replicates: int = REPLICATES) -> dict:
+    """Intervals of every published set and leaderboard place, swap probabilities, award stability.
+
+    Args:
+        results: a ``scoring.results.Results``.
+        utility_vectors: SetRef -> per-user dict of its s_U (:func:`per_user_utility`); a set
+            without one keeps its s_U fixed (the benchmark: 1).
+        attack_vectors: see :func:`replicate_values`.
+        seed: the base seed of the bootstrap.
+    Returns a JSON-ready dict: ``method`` (:data:`METHOD`), ``sets`` (key -> interval of s_u,
+    s_i_min, s_t_min), ``leaderboards`` (name -> per place: interval, ``swap_next`` the
+    probability that the next place is ahead in the population (:func:`swap_probabilities`) and
+    ``tied_next`` when it is at least :data:`TIE_PROBABILITY`), ``awards`` (``name-place`` ->
+    share of bootstrap replicates in which the winner holds that place).
+    """
+    values, cols = replicate_values(results, attack_vectors, seed=seed, replicates=replicates)
+    boot = cols.bootstrap
+    lo1, hi1 = cols.bounds[1]
+    z = _z((1.0 - LEVEL) / 2)
     intervals: dict = {}
     for s in results.sets:
         ref = s.set
-        rows = [(row, vec) for row, vec in by_set.get(ref, [])
-                if not (isinstance(row.attacker, int) and row.attacker == ref.team)]
-        m = next((len(v["num"]) for v in [utility_vectors.get(ref)] + [v for _, v in rows] if v is not None), None)
-        counts = resample_counts(m, B, seed=derived_seed(seed, ref.key)) if m else None
         u = utility_vectors.get(ref)
-        reps = {"s_u": (replicate_scores(counts, u["num"])[0] if u is not None and counts is not None
-                        else np.full(B, s.s_u))}
-        for kind, field in ((REIDENTIFICATION, "s_i_min"), (TRACE_INFERENCE, "s_t_min")):
-            mine = [(row, vec) for row, vec in rows if row.kind == kind]
-            if not s.valid:
-                reps[field] = np.zeros(B)
-                continue
-            per_row = _row_replicates(counts, mine, B)
-            for (row, _), r in zip(mine, per_row, strict=True):
-                key = (row.attacker, ref, kind)
-                best_reps[key] = np.minimum(best_reps[key], r) if key in best_reps else r
-            reps[field] = np.min(per_row, axis=0) if per_row else np.ones(B)
-        set_reps[ref] = reps
-        intervals[ref.key] = {k: interval(v) for k, v in reps.items()}
+        if u is not None:
+            est, se = ratio_estimates(u["num"])
+            s_u = (float(max(est - z * se, 0.0)), float(min(est + z * se, 1.0)))
+        else:
+            s_u = (float(s.s_u), float(s.s_u))
+        intervals[ref.key] = {"s_u": s_u, **{
+            field: (float(values.set_min[(ref, kind)][lo1]), float(values.set_min[(ref, kind)][hi1]))
+            for kind, field in ((REIDENTIFICATION, "s_i_min"), (TRACE_INFERENCE, "s_t_min"))}}
 
-    # per-round and weighted team values, replicate-wise (scoring.results._team_rounds/_weighted_totals)
-    teams = list(results.teams)
-    zero = np.zeros(B)
-    round_values: dict = {}
-    for r in rounds:
-        round_sets = [s for s in results.sets if s.set.round == r]
-        for t in teams:
-            idp, trp = set_reps.get(SetRef(r, t, IDP)), set_reps.get(SetRef(r, t, TRP))
-            s_i = idp["s_i_min"] if idp is not None else zero
-            s_t = trp["s_t_min"] if trp is not None else zero
-            targets = [s.set for s in round_sets if s.set.team != t and s.valid]
-            sums = {kind: sum((best_reps.get((t, ref, kind), np.ones(B)) for ref in targets), zero)
-                    for kind in (REIDENTIFICATION, TRACE_INFERENCE)}
-            round_values[(r, t)] = {"s_i_min": s_i, "s_t_min": s_t, "overall": s_i + s_t,
-                                    "attack_sum_i": sums[REIDENTIFICATION], "attack_sum_t": sums[TRACE_INFERENCE]}
-    totals = {t: {k: sum((weights[r] * round_values[(r, t)][k] for r in rounds), zero)
-                  for k in ("s_i_min", "s_t_min", "overall", "attack_sum_i", "attack_sum_t")} for t in teams}
-
-    def board_reps(name: str, team: int) -> np.ndarray:
-        if name == LEADERBOARD_TOTAL:
-            return totals[team]["overall"]
-        for r in rounds:
-            if name == leaderboard_name(r):
-                return round_values[(r, team)]["overall"]
-            for c, field in ((IDP, "s_i_min"), (TRP, "s_t_min")):
-                if name == leaderboard_name(r, c):
-                    return set_reps[SetRef(r, team, c)][field]
-        raise KeyError(name)
-
+    terms = bound_terms(results)
     boards = {}
     for name, rows in results.leaderboards:
         if not rows:
             boards[name] = []
             continue
-        reps = np.stack([board_reps(name, st.team) for st in rows])
-        swap = swap_probabilities(reps) if len(rows) > 1 else np.zeros(0)
-        boards[name] = [{"team": st.team, "interval": interval(reps[i]),
+        lo, hi = cols.bounds[terms[name]]
+        v = np.stack([values.board(name, st.team) for st in rows])
+        swap = swap_probabilities(v[:, cols.published], v[:, boot]) if len(rows) > 1 else np.zeros(0)
+        boards[name] = [{"team": st.team, "interval": (float(v[i, lo]), float(v[i, hi])),
                          "swap_next": float(swap[i]) if i < len(swap) else None,
                          "tied_next": bool(i < len(swap) and swap[i] >= TIE_PROBABILITY)}
                         for i, st in enumerate(rows)]
@@ -273,29 +328,14 @@ def results_uncertainty(results, utility_vectors: dict, attack_vectors: list, *,
     for a in results.awards:
         rule = rules[a.award]
         pool = [st.team for st in results.standing(a.award)]
-        reps = np.stack([totals[t][rule.value] for t in pool])
+        reps = np.stack([values.team_totals[t][rule.value][boot] for t in pool])
         i = pool.index(a.team)
         if a.award == OVERALL and a.place > 1:
             awards[f"{a.award}-{a.place}"] = place_probability(reps, i, a.place, higher_is_better=rule.higher_is_better)
         else:
             awards[f"{a.award}-{a.place}"] = stability(reps, i, higher_is_better=rule.higher_is_better)
-    return {"replicates": B, "level": LEVEL, "tie_probability": TIE_PROBABILITY, "sets": intervals,
-            "leaderboards": boards, "awards": awards}
-
-
-def _row_replicates(counts: np.ndarray | None, rows: list, B: int) -> list[np.ndarray]:
-    """(B,) replicates of each (AttackRow, parts) row of one set and kind: all rows with parts in two
-    matrix products (numerators and denominators), a row without parts fixed at its score."""
-    out = [np.full(B, float(row.score)) for row, _ in rows]
-    have = [i for i, (_, vec) in enumerate(rows) if vec is not None]
-    if have and counts is not None:
-        ones = np.ones(counts.shape[1])
-        num = np.stack([rows[i][1]["num"] for i in have])
-        den = np.stack([rows[i][1].get("den", ones) for i in have])
-        reps = (num @ counts.T) / (den @ counts.T)
-        for j, i in enumerate(have):
-            out[i] = reps[j]
-    return out
+    return {"method": METHOD, "replicates": int(replicates), "level": LEVEL, "tie_probability": TIE_PROBABILITY,
+            "sets": intervals, "leaderboards": boards, "awards": awards}
 
 
 def place_probability(replicates: np.ndarray, index: int, place: int, *, higher_is_better: bool = True) -> float:
