@@ -515,7 +515,8 @@ class ContestPublish(_OrganizerCommand):
     def post(self, request, slug):
         """Snapshot the results of the rounds played up to ``round`` (default: every round played) with
         their awards, and publish them: provisional until the last round is published, final after.
-        409 when that round has not been played yet."""
+        409 with the reason when that round has not been played yet or its attack phase (or an earlier
+        round's) has not closed: its attacks are not all counted, so nothing is published."""
         contest = get_object_or_404(Contest, slug=slug)
         self.organized(request, contest)
         through = _valid(S.PublishSerializer, request).get("round")

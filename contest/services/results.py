@@ -29,6 +29,7 @@ from contest.models import (
     Contest,
     Dataset,
     JudgeAttackResult,
+    Phase,
     PublicSet,
     ResultsSnapshot,
     Round,
@@ -247,15 +248,27 @@ class PublishError(ValueError):
 
 
 def check_publishable(contest: Contest, through_round: int | None) -> None:
-    """Refuse publishing through a round that is not played (its sets are not pseudonymized yet)."""
+    """Refuse publishing through a round that is not played (its sets are not pseudonymized yet) or
+    whose attack phase has not closed (its team attacks are not all in: every attacker sum would
+    read as if nobody attacked, and the standings would be called final)."""
     played = played_rounds(contest)
+    names = dict(contest.rounds.values_list("number", "name"))
     if through_round is not None and through_round not in played:
-        names = dict(contest.rounds.values_list("number", "name"))
         if through_round not in names:
             raise PublishError(f"the contest has no round {through_round}")
         raise PublishError(f"{names[through_round]} has not been played yet (its anonymization phase is not closed)")
     if not played:
         raise PublishError("no round has been played yet: close an anonymization phase first")
+    now = timezone.now()
+    for phase in (Phase.objects.filter(round__contest=contest, kind=Phase.ATTACK, closed_at__isnull=True,
+                                       closes_at__gt=now, round__number__in=included_rounds(contest, through_round))
+                  .select_related("round__contest").order_by("round__number")):
+        earlier = [n for n in played if n < phase.round.number]
+        hint = (f"close it first, or publish through {names[earlier[-1]]} (round {earlier[-1]}) only"
+                if earlier else "close it first")
+        raise PublishError(f"the attack phase of {phase.round.name} has not closed (it closes "
+                           f"{phase.local(phase.closes_at):%Y-%m-%d %H:%M %Z}): its attacks are not all counted "
+                           f"yet; {hint}")
 
 
 def publish_results(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:

@@ -282,6 +282,11 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
               phases={"anonymization": (later, later + timedelta(days=1)),
                       "attack": (later + timedelta(days=1), later + timedelta(days=2))})
     org.goto(f"{base}/console/web/")
+    org.once("dialog", lambda d: d.accept())  # the attack phase closes first: publishing waits for it
+    org.get_by_role("button", name=re.compile(r"Close now\s+attack")).click()
+    org.wait_for_load_state()
+    wait_for_jobs(contest, kinds=["compute_results"], timeout=120)
+    org.goto(f"{base}/console/web/")
     org.once("dialog", lambda d: d.accept())
     org.get_by_role("button", name="Publish results").click()
     org.wait_for_load_state()

@@ -82,6 +82,16 @@ def publish(org, contest, round_name):
     wait_for_jobs(contest, kinds=["compute_results"], timeout=240)
 
 
+def close_attack(org, base, contest, round_name):
+    """The organizer closes the round's open attack phase from the console (its results job runs)."""
+    org.goto(f"{base}/console/{contest.slug}/")
+    org.once("dialog", lambda d: d.accept())
+    phase_row(org, round_name, "attack").get_by_role("button", name=re.compile("Close now")).click()
+    org.wait_for_load_state()
+    wait_for_jobs(contest, kinds=["compute_results"], timeout=240)
+    org.goto(f"{base}/console/{contest.slug}/")
+
+
 def look(page, shot, name):
     """Screenshots at 1280 and 390 px; nothing may make the page scroll sideways."""
     for width in (1280, 390):
@@ -132,7 +142,15 @@ def test_two_rounds_steered_from_the_console(live_server, celery_worker_process,
     attack1.refresh_from_db()
     assert attack1.is_open()
 
-    # ---- publish round 1: provisional, round 2 not played yet
+    # ---- publish round 1: refused while its attack phase is open (its attacks are not all in) ...
+    org.locator("#publish-round").select_option(label="Preliminary")
+    org.once("dialog", lambda d: d.accept())
+    org.get_by_role("button", name="Publish results").click()
+    org.wait_for_load_state()
+    assert "The results were not published: the attack phase of Preliminary has not closed" in org.content()
+    assert not ResultsSnapshot.objects.filter(contest=contest, published=True).exists()
+    close_attack(org, base, contest, "Preliminary")
+    # ... then provisional, round 2 not played yet
     publish(org, contest, "Preliminary")
     public = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True).new_page()
     public.goto(f"{base}/c/{contest.slug}/leaderboard/?round=total")
@@ -168,6 +186,9 @@ def test_two_rounds_steered_from_the_console(live_server, celery_worker_process,
     org.wait_for_url(re.compile(r"/jobs/\d+/$"))
     wait_for_jobs(contest, timeout=300)
     org.goto(f"{base}/console/{contest.slug}/")
+    phase_row(org, "Final", "attack").get_by_role("button", name=re.compile("Open now")).click()
+    org.wait_for_load_state()
+    close_attack(org, base, contest, "Final")
     publish(org, contest, "Final")
     assert ResultsSnapshot.objects.filter(contest=contest, published=True).latest("id").data["standing"]["final"]
     public.goto(f"{base}/c/{contest.slug}/leaderboard/?round=total")

@@ -158,6 +158,11 @@ class _ApiFlow:
         # results: embargoed, then published
         assert self.anon.get("/api/contests/tc/leaderboard/").status_code in (401, 403)
         assert self.judge.get("/api/contests/tc/results/?live=1").status_code == 200
+        r = self.judge.post("/api/contests/tc/publish/")  # the attack phase is open: attacks still to come
+        assert r.status_code == 409 and "attack phase" in r.json()["error"]["message"]
+        attack = Phase.objects.get(round=self.rnd, kind=Phase.ATTACK)
+        with self.capture(execute=True):
+            assert self.judge.post(f"/api/phases/{attack.pk}/close/").status_code in (200, 202)
         with self.capture(execute=True):
             assert self.judge.post("/api/contests/tc/publish/").status_code == 202
         board = self.anon.get("/api/contests/tc/leaderboard/")

@@ -188,6 +188,7 @@ def test_whole_round_through_the_api_with_a_real_worker(celery_worker):
 
     with step('results: embargoed, then published'):
         assert public.get("/api/contests/itest/leaderboard/").status_code == 401
+        move_phase(rnd, Phase.ATTACK, -5, -1)  # the attack phase is over: publishing is allowed
         assert judge.post("/api/contests/itest/publish/").status_code == 202
         wait_for_jobs()
         board = public.get("/api/contests/itest/leaderboard/").json()

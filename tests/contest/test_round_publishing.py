@@ -38,6 +38,12 @@ def play(rnd, capture):
     assert PublicSet.objects.filter(dataset__round=rnd).exists()
 
 
+def close_attack_phase(rnd, capture):
+    """The organizer closes the round's attack phase (its results job runs, still embargoed)."""
+    with capture(execute=True):
+        judge.close_phase_now(rnd.phases.get(kind=Phase.ATTACK), user=user("judge"))
+
+
 def judge_api():
     api = APIClient()
     api.force_authenticate(user("judge"))
@@ -53,6 +59,11 @@ def test_round_one_published_is_provisional_and_round_two_not_played(django_capt
     play(r1, django_capture_on_commit_callbacks)
     r = api.post(f"/api/contests/{contest.slug}/publish/", {"round": 2}, format="json")
     assert r.status_code == 409 and "Final has not been played yet" in r.json()["error"]["message"]
+    # round 1 is played but its attack phase is still to come: its attacks are not counted yet
+    r = api.post(f"/api/contests/{contest.slug}/publish/", {"round": 1}, format="json")
+    assert r.status_code == 409 and r.json()["error"]["code"] == "not_publishable"
+    assert "the attack phase of Preliminary has not closed" in r.json()["error"]["message"]
+    close_attack_phase(r1, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
         assert api.post(f"/api/contests/{contest.slug}/publish/", {"round": 1}, format="json").status_code == 202
     snap = ResultsSnapshot.objects.get(published=True)
@@ -75,6 +86,7 @@ def test_round_one_published_is_provisional_and_round_two_not_played(django_capt
     assert api_board["standing"]["final"] is False
 
     play(r2, django_capture_on_commit_callbacks)
+    close_attack_phase(r2, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
         assert api.post(f"/api/contests/{contest.slug}/publish/", {}, format="json").status_code == 202
     final = results.published_snapshot(contest)
@@ -82,3 +94,37 @@ def test_round_one_published_is_provisional_and_round_two_not_played(django_capt
     assert final.data["round_weights"] == [{"round": 1, "weight": 0.1}, {"round": 2, "weight": 0.9}]
     board = public.get(f"/c/{contest.slug}/leaderboard/?round=total").content.decode()
     assert "Final standings." in board and "Provisional" not in board and "not played yet" not in board
+
+
+def test_publishing_a_round_whose_attack_phase_is_open_is_refused_with_the_reason(
+        django_capture_on_commit_callbacks):
+    """Issue 22: publishing through the last round while its attack phase was open was accepted and
+    the leaderboard said "Final standings" with every attacker sum at its maximum. API and console
+    refuse it (409 / an error message) and say why and what to do; nothing is published."""
+    contest = two_rounds()
+    r1, r2 = contest.rounds.order_by("number")
+    play(r1, django_capture_on_commit_callbacks)
+    close_attack_phase(r1, django_capture_on_commit_callbacks)
+    play(r2, django_capture_on_commit_callbacks)
+    Phase.objects.filter(round=r2, kind=Phase.ATTACK).update(opens_at=r2.phases.get(kind=Phase.ANONYMIZATION).closes_at)
+    api = judge_api()
+    for body in ({"round": 2}, {}):
+        r = api.post(f"/api/contests/{contest.slug}/publish/", body, format="json")
+        assert r.status_code == 409, body
+        err = r.json()["error"]
+        assert err["code"] == "not_publishable"
+        assert "the attack phase of Final has not closed" in err["message"]
+        assert "publish through Preliminary (round 1) only" in err["message"]
+    console = Client()
+    console.force_login(user("judge"))
+    page = console.post(f"/console/{contest.slug}/results/publish/", {"round": "2"}, follow=True).content.decode()
+    assert "The results were not published: the attack phase of Final has not closed" in page
+    assert not ResultsSnapshot.objects.filter(contest=contest, published=True).exists()
+    # through round 1 is allowed (provisional), and after the close the final standings are final
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/contests/{contest.slug}/publish/", {"round": 1}, format="json").status_code == 202
+    assert results.published_snapshot(contest).data["standing"]["final"] is False
+    close_attack_phase(r2, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post(f"/api/contests/{contest.slug}/publish/", {"round": 2}, format="json").status_code == 202
+    assert results.published_snapshot(contest).data["standing"]["final"] is True

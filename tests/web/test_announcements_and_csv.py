@@ -11,9 +11,9 @@ from django.core import mail
 from django.test import Client
 from rest_framework.test import APIClient
 
-from contest.models import Announcement, AnonymizedSet, Team
+from contest.models import Announcement, AnonymizedSet, Phase, Team
 from contest.services import results
-from tests.contest.conftest import upload_all_and_close, user
+from tests.contest.conftest import move_phase, upload_all_and_close, user
 
 pytestmark = pytest.mark.django_db
 
@@ -91,6 +91,7 @@ def test_public_csvs_are_the_pages_rows_and_respect_the_embargo(generated, djang
                          django_capture_on_commit_callbacks)
     Team.objects.filter(contest=contest, number=2).update(name="=HYPERLINK(\"http://x\")")
     assert Client().get(f"/c/{contest.slug}/leaderboard.csv").status_code == 404  # embargoed
+    move_phase(contest.rounds.get(), Phase.ATTACK, -5, -1)  # the attack phase is over: publishing is allowed
     with django_capture_on_commit_callbacks(execute=True):
         results.request_results(contest, publish=True)
     snap = results.published_snapshot(contest)

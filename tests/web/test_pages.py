@@ -283,6 +283,9 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
     anon = rnd.phases.get(kind="anonymization")
     with django_capture_on_commit_callbacks(execute=True):  # ... then the round is played (closed)
         boss.post(f"/console/{contest.slug}/phases/{anon.pk}/close/")
+    refused = _html(boss.post(f"/console/{contest.slug}/results/publish/", {"round": rnd.number}, follow=True))
+    assert "The results were not published: the attack phase of" in refused  # its attacks are still to come
+    move_phase(rnd, Phase.ATTACK, -5, -1)
     with django_capture_on_commit_callbacks(execute=True):
         boss.post(f"/console/{contest.slug}/results/publish/", {"round": rnd.number})
     contest.refresh_from_db()
