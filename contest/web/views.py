@@ -191,6 +191,7 @@ def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
         r = source[t]
         rows.append({**unc.get(t, {}),
             "team": t, "rank": st["position"], "tied": st["tied"], "label": rv.team_label(t),
+            "name": rv.names.get(t, ""),
             "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
             "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
             "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest.tz),
@@ -335,6 +336,33 @@ def attack_matrix(request, slug):
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
 
 
+def board_csv_columns(choice) -> list[tuple[str, object]]:
+    """The leaderboard table's columns as (CSV header, value of a :func:`_board_rows` row): the page
+    and its CSV show the same rows (:func:`_board_rows`) with the same columns, so the CSV carries
+    what the page marks -- the "tie" badge (equal values, ordered by the tie-break), the "≈"
+    statistically tied badge, and the interval in brackets -- and the round tabs' s_U columns."""
+    def ci(i):
+        return lambda r: r["ci"][i] if r.get("ci") else None
+
+    def s_u(key):
+        return lambda r: r[key]["s_u"] if r.get(key) else None
+
+    def valid(key):
+        return lambda r: int(bool(r[key]["valid"])) if r.get(key) else None
+
+    columns = [("rank", lambda r: r["rank"]), ("tied", lambda r: int(bool(r["tied"]))),
+               ("statistically_tied", lambda r: int(bool(r.get("stat_tied")))),
+               ("team", lambda r: r["team"]), ("team_name", lambda r: r["name"]),
+               ("overall", lambda r: r["overall"]), ("overall_ci_low", ci(0)), ("overall_ci_high", ci(1))]
+    if choice != "total":
+        columns += [("s_u_idp", s_u("idp")), ("idp_valid", valid("idp")),
+                    ("s_u_trp", s_u("trp")), ("trp_valid", valid("trp"))]
+    columns += [("s_i_min_idp", lambda r: r["s_i_min"]), ("s_t_min_trp", lambda r: r["s_t_min"]),
+                ("attacker_sum_s_i", lambda r: r["attack_sum_i"]), ("attacker_sum_s_t", lambda r: r["attack_sum_t"]),
+                ("final_submission_at", lambda r: r["final_at"])]
+    return columns
+
+
 def leaderboard_csv(request, slug):
     """The leaderboard of ``?round=N`` or the weighted total, as the page shows it, as CSV."""
     contest = get_contest(slug)
@@ -345,12 +373,9 @@ def leaderboard_csv(request, slug):
     rows = [] if choice != "total" and not rv.counts_round(choice) else _board_rows(request, contest, rv, choice)
     which = "total" if choice == "total" else f"round{choice}"
     status = "provisional" if rv.provisional else "final"
-    return csv_download(f"{contest.slug}_leaderboard_{which}_{status}.csv",
-                        ["rank", "tied", "team", "team_name", "overall", "s_i_min_idp", "s_t_min_trp",
-                         "attacker_sum_s_i", "attacker_sum_s_t", "final_submission_at"],
-                        ([r["rank"], int(bool(r["tied"])), r["team"], rv.names.get(r["team"], ""), r["overall"],
-                          r["s_i_min"], r["s_t_min"], r["attack_sum_i"], r["attack_sum_t"], r["final_at"]]
-                         for r in rows))
+    columns = board_csv_columns(choice)
+    return csv_download(f"{contest.slug}_leaderboard_{which}_{status}.csv", [name for name, _ in columns],
+                        ([value(r) for _, value in columns] for r in rows))
 
 
 def attack_matrix_csv(request, slug):
