@@ -247,6 +247,8 @@ def leaderboard(request, slug):
            "uncertainty": rv.data.get("uncertainty") if "sets" in (rv.data.get("uncertainty") or {}) else None,
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
            "not_played": choice != "total" and not rv.counts_round(choice),
+           "round_weight": next((r["weight"] for r in rv.round_states() if r["number"] == choice), None),
+           "weighting": weighting_text(rv),
            "tz": contest.tz, "unranked": "leaderboards" not in rv.data}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
@@ -427,8 +429,15 @@ def awards(request, slug):
             {"position": r["position"], "team": rv.team_label(r["team"]), "value": r["value"],
              "final_local": _local(r.get("final_submission_at"), contest.tz)} for r in rows]})
     ctx = {"rv": rv, "preview": preview, "items": items, "standings": standings,
-           "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest)}
+           "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest),
+           "weighting": weighting_text(rv)}
     return page(request, "web/awards.html", ctx, contest=contest, sub="awards")
+
+
+def weighting_text(rv: ResultsView) -> str:
+    """How an award's value combines the counted rounds, e.g. "Preliminary × 0.1 + Final × 0.9": the
+    awards page shows weighted values, a round tab of the leaderboard the round's own (issue 22)."""
+    return " + ".join(f"{r['name']} × {r['weight']:g}" for r in rv.round_states() if r["included"])
 
 
 def plots(request, slug):
