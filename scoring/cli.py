@@ -9,7 +9,7 @@ stderr with exit status 1):
 - ``pseudonymize TRUTH ANONYMIZED --pub PUB --ptable PTABLE [--seed N]``
   (prints the SHA-256 commitment of the ID table)
 - ``validate {traces,anotraces,pubtraces,ptable,etable,etraces} FILE [--truth TRUTH]``
-- ``preview REFERENCE ORIGINAL ANONYMIZED [--seed N] [--time F] [--per-user OUT.csv]``:
+- ``preview REFERENCE ORIGINAL ANONYMIZED [--seed N] [--attack-seeds NAME=N,...] [--time F] [--per-user OUT.csv]``:
   what the judge's attacks would give an anonymized set (:mod:`scoring.preview`),
   the same figures the team page shows after an upload
 
@@ -139,7 +139,7 @@ def cmd_preview(args) -> int:
     names = attacks if attacks is not None else [a.name for a in judge_defaults()]
     result = preview(grid, reference, truth, anon, seed=seed, axis=axis, convention=args.convention,
                      s_req=args.s_req, hospital_weight=args.hospital_weight, lambda_u=args.lambda_u,
-                     lambda_t=args.lambda_t, attacks=attacks,
+                     lambda_t=args.lambda_t, attacks=attacks, seeds=_attack_seeds(args.attack_seeds),
                      params=judge_mode_params(names, args.sample_2019))
     print(f"seed {seed}")
     print(f"s_U {result.s_u!r} ({'valid' if result.valid else 'INVALID: the judge would not attack it'}, "
@@ -153,6 +153,20 @@ def cmd_preview(args) -> int:
         with open(args.per_user, "wb") as fh:
             fh.write(per_user_csv(*per_user_rows(truth, result.attacks)))
     return 0
+
+
+def _attack_seeds(text: str | None) -> dict[str, int] | None:
+    """``--attack-seeds`` ("NAME=SEED,NAME=SEED") as {name: seed}; a malformed pair is a CommandError."""
+    if not text:
+        return None
+    seeds = {}
+    for pair in text.split(","):
+        name, _, value = pair.partition("=")
+        try:
+            seeds[name.strip()] = int(value)
+        except ValueError:
+            raise CommandError(f"--attack-seeds: {pair!r} is not NAME=SEED with an integer seed") from None
+    return seeds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("anonymized", metavar="ANONYMIZED", help="your anonymized traces (reg_id)")
     p.add_argument("--seed", type=int, default=None,
                    help="seed of the pseudonymization and the attacks (default: fresh, printed)")
+    p.add_argument("--attack-seeds", metavar="NAME=SEED,...", default=None,
+                   help="each attack's own seed (the platform's card gives the judge's), instead of one "
+                        "derived from --seed")
     p.add_argument("--time", metavar="INFO_TIME_CSV", default=None,
                    help="info_time.csv of the round: the clock of the 8:00-8:59 attacks (default: 2019's)")
     p.add_argument("--per-user", metavar="OUT_CSV", default=None,

@@ -120,7 +120,18 @@ def pending_judge_attacks(ps: PublicSet) -> list[str]:
 
 def attack_seed(contest_seed: int, ps: PublicSet, algorithm: str) -> int:
     """A deterministic seed per (contest, round, set, algorithm), so a re-run reproduces the result."""
-    return derived_seed(contest_seed, ps.dataset.round.number, ps.dataset.label, algorithm)
+    return dataset_attack_seed(contest_seed, ps.dataset, algorithm)
+
+
+def dataset_attack_seed(contest_seed: int, ds: Dataset, algorithm: str) -> int:
+    """The seed the judge's attack ``algorithm`` runs with on the public set of dataset ``ds``; the
+    privacy preview of every upload to ``ds`` runs with the same (:func:`judge_attack_seeds`)."""
+    return derived_seed(contest_seed, ds.round.number, ds.label, algorithm)
+
+
+def judge_attack_seeds(contest, ds: Dataset) -> dict[str, int]:
+    """Judge attack name -> the seed it will run with on ``ds``'s public set (the preview's seeds)."""
+    return {name: dataset_attack_seed(contest.seed, ds, name) for name in contest.judge_attacks}
 
 
 def judge_mode_params(contest, algorithm) -> dict:

@@ -7,6 +7,14 @@ contest's judge attacks, clock, judge mode and scoring parameters: what the
 2019 teams did by hand with the sample programs. It stores the summary, the
 per-user risk CSV and the leak map on a :class:`~contest.models.PrivacyPreview`.
 
+Seeds (issue 22): every attack runs with the seed the judge's attack will run with on this
+dataset's public set (``judge.judge_attack_seeds``), and the private pseudonymization is seeded
+per dataset, not per upload, so the same file uploaded twice gets the same preview. The judge
+draws its own pseudonyms at the phase close (SPEC 6), and the pseudonym order moves the random
+attacks a little (T2/T3 assign users greedily in pseudonym order), so the preview also runs the
+attacks on :data:`DRAWS` - 1 further private pseudonymizations and the card shows the range of
+s_I,min and s_T,min over all of them: the judge's figure is one more such draw.
+
 Nothing of it enters the results: no Score or JudgeAttackResult row is
 written. A phase close pre-empts previews: requesting the close marks the round's
 queued preview jobs skipped (``judge.request_close``), and a preview job that
@@ -19,21 +27,26 @@ from django.db import IntegrityError, transaction
 import scoring
 from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
-from contest.services.judge import anonymization_closing, preview_settings
+from contest.services.judge import anonymization_closing, judge_attack_seeds, preview_settings
 from scoring.algorithms.registry import judge_defaults
 from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
 from scoring.seeds import derived_seed
 
 #: Riskiest users kept in the summary for the team page (the CSV has them all).
 TOP_USERS = 10
+#: Private pseudonymizations attacked per preview (the shown one and the others of the range).
+DRAWS = 4
 
 
-def preview_command(contest, ds, seed: int) -> list[str]:
+def preview_command(contest, ds, seed: int, attack_seeds: dict[str, int] | None = None) -> list[str]:
     """The shell command that prints a preview's figures on a team's computer (``python -m scoring
     preview``): the round's grid and clock files, the team's R and O, its upload saved as
-    ``anotraces.csv``, the preview's seed and every contest parameter that differs from the default."""
+    ``anotraces.csv``, the preview's seed, the attacks' seeds (the judge's, :func:`judge_attack_seeds`)
+    and every contest parameter that differs from the default."""
     cmd = ["python", "-m", "scoring", "preview", "--grid", "info_region.csv", "--time", "info_time.csv",
            ds.reference.name, ds.original.name, "anotraces.csv", "--seed", str(seed)]
+    if attack_seeds:
+        cmd += ["--attack-seeds", ",".join(f"{name}={value}" for name, value in attack_seeds.items())]
     if list(contest.judge_attacks) != [a.name for a in judge_defaults()]:
         cmd += ["--attacks", ",".join(contest.judge_attacks)]
     if contest.judge_attack_mode == "sample_2019":
@@ -45,6 +58,16 @@ def preview_command(contest, ds, seed: int) -> list[str]:
         if value != default:
             cmd += [flag, str(value)]
     return cmd + ["--per-user", "risk.csv"]
+
+
+def preview_range(draws: list[dict]) -> dict:
+    """{"s_i_min": [low, high], "s_t_min": [low, high]} over the preview's pseudonymizations (None for a
+    kind no attack scored)."""
+    out = {}
+    for key in ("s_i_min", "s_t_min"):
+        values = [d[key] for d in draws if d[key] is not None]
+        out[key] = [min(values), max(values)] if values else None
+    return out
 
 
 def risk_order(row: tuple) -> tuple:
@@ -68,13 +91,22 @@ def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
     truth = data.traces(ds.original, grid)
     reference = data.traces(ds.reference, grid)
     anon = data.anotraces(storage.read_csv_bytes(aset.file, contest.upload_size_limit), grid, truth)
-    seed = derived_seed(contest.seed, round_.number, ds.label, "preview", aset.seq)
+    # per dataset, not per upload: the same file gets the same preview; the attacks' seeds are the judge's
+    seed = derived_seed(contest.seed, round_.number, ds.label, "preview")
+    attack_seeds = judge_attack_seeds(contest, ds)
     settings = preview_settings(contest, round_)
-    result = preview(grid, reference, truth, anon, seed=seed, **settings)
+    result = preview(grid, reference, truth, anon, seed=seed, seeds=attack_seeds, **settings)
+    draws = [{"seed": seed, "s_i_min": result.s_i_min, "s_t_min": result.s_t_min}]
+    for k in range(1, DRAWS):
+        jobs.progress(job, 0.1 + 0.8 * k / DRAWS, f"preview of {ds.label} #{aset.seq}: pseudonymization {k + 1}")
+        other = preview(grid, reference, truth, anon, seed=derived_seed(seed, "draw", k), seeds=attack_seeds,
+                        **settings)
+        draws.append({"seed": derived_seed(seed, "draw", k), "s_i_min": other.s_i_min, "s_t_min": other.s_t_min})
     header, rows = per_user_rows(truth, result.attacks)
     leaks = leak_map(grid, truth, anon, result.attacks, axis=settings["axis"])
     top = sorted(rows, key=risk_order)[:TOP_USERS]
     summary = {**result.as_dict(), "version": scoring.__version__, "users": truth.m,
+               "attack_seeds": attack_seeds, "draws": draws, "range": preview_range(draws),
                "reidentified_users": leaks["users"], "header": list(header), "top_users": [list(r) for r in top]}
     try:
         with transaction.atomic():

@@ -126,12 +126,18 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
     _add_previews(states)
-    shown = next((u for u in states if u["preview"] is not None), None)
+    # the card shows the preview of the set that counts if the phase closed now (issue 22); until it has
+    # one, the newest preview there is, and says which
+    final_state = next((u for u in states if current_final is not None and u["aset"].pk == current_final.pk), None)
+    shown = (final_state if final_state is not None and final_state["preview"] is not None
+             else next((u for u in states if u["preview"] is not None), None))
     return {
         "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge], "name": challenge_name(ds.challenge),
         "uploads": states, "counted": counted,
         "pending": any(not u["finished"] or u["preview_pending"] for u in states),
         "preview": _preview_block(contest, ds, shown["aset"], shown["preview"]) if shown else None,
+        "preview_of_final": shown is not None and shown is final_state,
+        "final_preview_pending": final_state is not None and final_state["preview_pending"],
         "limit": contest.anonymized_upload_limit, "remaining": max(contest.anonymized_upload_limit - counted, 0),
         "final": final, "selected": selected, "default_final": default_final,
         "current_final_id": current_final.pk if current_final else None,
@@ -182,9 +188,10 @@ def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview)
              "spec": {"nx": contest.grid_nx, "ny": contest.grid_ny, "hospitals": hospitals,
                       "values": [v / exposed_total for v in leaks["exposed"]],
                       "label": _("Share of re-identified users' events published unchanged, per region")}}]
-    command = " ".join(previews.preview_command(contest, ds, p.seed))
+    command = " ".join(previews.preview_command(contest, ds, p.seed, s.get("attack_seeds")))
     return {"aset": aset, "p": p, "summary": s, "attacks": attacks, "top": top, "maps": maps,
-            "command": command}
+            "command": command, "range": s.get("range"), "draws": len(s.get("draws") or []),
+            "judge_seeds": bool(s.get("attack_seeds"))}
 
 
 def _target_block(contest, team, ps: PublicSet, attack_open: bool, attacks=None, job_of=None) -> dict:
@@ -417,8 +424,13 @@ def _own_upload(request, slug, upload_id) -> tuple:
 def upload_detail(request, slug, upload_id):
     contest, aset = _own_upload(request, slug, upload_id)
     state = _upload_state(aset)
-    ctx = {"state": state, "aset": aset, "dataset": aset.dataset, "short": CHALLENGE_SHORT[aset.dataset.challenge],
-           "auto_refresh": None if state["finished"] else 2}
+    _add_previews([state])
+    ds = aset.dataset
+    # this upload's own preview, per-user risk and leak map (the card shows the final set's)
+    pv = _preview_block(contest, ds, aset, state["preview"]) if state["preview"] is not None else None
+    ctx = {"state": state, "aset": aset, "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge],
+           "ch": {"dataset": ds}, "pv": pv, "preview_pending": state["preview_pending"],
+           "auto_refresh": None if state["finished"] and not state["preview_pending"] else 2}
     return page(request, "web/upload_detail.html", ctx, contest=contest, nav="team")
 
 

@@ -75,8 +75,10 @@ def test_a_valid_upload_gets_its_preview_by_a_low_priority_job(generated, django
     truth = data.traces(ds.original, grid)
     anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
     rnd = ds.round
+    # ... with the attack seeds the judge's attacks will use on this dataset's public set
+    assert p.summary["attack_seeds"] == judge.judge_attack_seeds(generated, ds)
     again = preview(grid, data.traces(ds.reference, grid), truth, anon, seed=p.seed,
-                    **judge.preview_settings(generated, rnd))
+                    seeds=p.summary["attack_seeds"], **judge.preview_settings(generated, rnd))
     s = p.summary
     assert s["s_u"] == aset.s_u and s["valid"] is True
     assert [(a["name"], a["score"]) for a in s["attacks"]] == [(a.name, a.score) for a in again.attacks]
@@ -149,7 +151,8 @@ def test_the_shown_command_prints_the_previews_figures(make_contest, extra, tmp_
              ds.original.name: ds.original, "anotraces.csv": aset.file}
     for name, stored in files.items():
         (tmp_path / name).write_bytes(storage.read_csv_bytes(stored))
-    cmd = previews.preview_command(contest, ds, p.seed)
+    cmd = previews.preview_command(contest, ds, p.seed, p.summary["attack_seeds"])
+    assert "--attack-seeds" in cmd
     assert cmd[:4] == ["python", "-m", "scoring", "preview"]
     argv = [str(tmp_path / a) if a in files or a == "risk.csv" else a for a in cmd[3:]]
     capsys.readouterr()
@@ -159,3 +162,37 @@ def test_the_shown_command_prints_the_previews_figures(make_contest, extra, tmp_
         assert re.search(rf"^{re.escape(a['name'])}\s+s_[IT] {a['score']!r}$", out, re.M), (a, out)
     assert f"s_I,min {p.summary['s_i_min']!r}" in out and f"s_T,min {p.summary['s_t_min']!r}" in out
     assert (tmp_path / "risk.csv").read_bytes() == storage.read_bytes(p.per_user)
+
+
+def test_the_preview_says_what_it_is_same_file_same_preview_judge_seeds_and_a_range(
+        generated, django_capture_on_commit_callbacks):
+    """Issue 22 item 5: the same file uploaded three times gets the same preview (the pseudonymization is
+    seeded per dataset, the attacks with the judge's seeds); its attacks ran with the seeds the judge's
+    attacks then use at the close; and the summary carries the range over several pseudonymizations,
+    which holds the preview's own minima."""
+    ds = _team_ds(generated, 1, 2)
+    content = anonymize_csv(ds, "A4-PL", seed=5)
+    asets = []
+    for _ in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            asets.append(uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=content,
+                                                       name="same.csv"))
+    previews_ = [PrivacyPreview.objects.get(anonymized_set=a) for a in asets]
+    first = previews_[0].summary
+    for p in previews_[1:]:
+        assert p.seed == previews_[0].seed
+        assert [(a["name"], a["score"], a["seed"]) for a in p.summary["attacks"]] == \
+            [(a["name"], a["score"], a["seed"]) for a in first["attacks"]]
+        assert (p.summary["s_i_min"], p.summary["s_t_min"]) == (first["s_i_min"], first["s_t_min"])
+    assert len(first["draws"]) == previews.DRAWS and first["draws"][0]["seed"] == previews_[0].seed
+    assert len({d["seed"] for d in first["draws"]}) == previews.DRAWS
+    for key in ("s_i_min", "s_t_min"):
+        low, high = first["range"][key]
+        assert low <= first[key] <= high
+        assert [low, high] == [min(d[key] for d in first["draws"]), max(d[key] for d in first["draws"])]
+    # the judge's attacks at the close run with exactly the seeds the preview used
+    rnd = generated.rounds.get()
+    ps = next(p for p in judge.close_anonymization(rnd) if p.dataset_id == ds.pk)
+    judge.run_judge_attacks(ps)
+    ran = {r.algorithm: r.seed for r in JudgeAttackResult.objects.filter(public_set=ps)}
+    assert ran == {a["name"]: a["seed"] for a in first["attacks"]} == first["attack_seeds"]

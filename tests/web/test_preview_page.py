@@ -94,3 +94,34 @@ def test_preview_api_own_team_and_organizers_only(two_previews, client_for):
     PrivacyPreview.objects.filter(anonymized_set=first).delete()
     missing = client_for("alpha1").get(f"/api/anonymized-sets/{first.pk}/preview/")
     assert missing.status_code == 404 and "no privacy preview" in missing.json()["error"]["message"]
+
+
+def test_the_card_shows_the_final_sets_preview_and_each_upload_page_its_own(two_previews, client_for):
+    """Issue 22 item 5: after the team chooses upload #1 as final, the card shows #1's preview (marked as
+    the final set's), with the range over the pseudonymizations and what the seeds are; each upload's
+    own page shows that upload's preview, per-user risk and leak map, and the other upload's it does not."""
+    contest, first, second = two_previews
+    ds = first.dataset
+    alpha = client_for("alpha1")
+    html = alpha.get(f"/c/{contest.slug}/team/datasets/{ds.pk}/state.json").json()["html"]
+    assert f"Privacy preview of upload #{second.seq}" in html and "preview-of-final" in html  # default: latest
+    alpha.post(f"/c/{contest.slug}/team/uploads/{first.pk}/select/")
+    html = alpha.get(f"/c/{contest.slug}/team/datasets/{ds.pk}/state.json").json()["html"]
+    p1 = PrivacyPreview.objects.get(anonymized_set=first)
+    assert f"Privacy preview of upload #{first.seq}" in html and "preview-of-final" in html
+    assert f"Privacy preview of upload #{second.seq}" not in html
+    low, high = p1.summary["range"]["s_t_min"]
+    assert f"{low:.4f}–{high:.4f}" in html and "range over 4 pseudonymizations" in html
+    assert "the seed the judge's attack will use on this set" in html
+    assert "--attack-seeds " + ",".join(f"{k}={v}" for k, v in p1.summary["attack_seeds"].items()) in html
+    for aset, other in ((first, second), (second, first)):
+        page = alpha.get(f"/c/{contest.slug}/team/uploads/{aset.pk}/").content.decode()
+        p = PrivacyPreview.objects.get(anonymized_set=aset)
+        assert f"Privacy preview of upload #{aset.seq}" in page
+        assert f"Privacy preview of upload #{other.seq}" not in page
+        assert f"{p.summary['s_i_min']:.4f} · {p.summary['s_t_min']:.4f}" in page
+        assert f'<th scope="row">{p.summary["top_users"][0][0]}</th>' in page  # per-user risk
+        assert f"/files/{p.per_user_id}/" in page
+        assert f'<script id="leak-home-{aset.pk}" type="application/json">' in page  # the leak map
+        assert f'<script id="leak-exposed-{aset.pk}" type="application/json">' in page
+    assert client_for("beta1").get(f"/c/{contest.slug}/team/uploads/{first.pk}/").status_code in (403, 404)
