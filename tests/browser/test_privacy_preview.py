@@ -65,3 +65,36 @@ def test_the_preview_appears_after_an_upload_without_reload(live_server, celery_
     assert not overflow_problems(phone, strict=False), overflow_problems(phone, strict=False)
     shot(phone, "team-privacy-preview-390")
     assert re.search(r"s_I,min", phone.locator(f"#preview-ds-{ds.pk}").inner_text())
+
+    # ---- issue 22: a second upload; the team chooses #1 as final: the card shows #1's preview; each
+    # upload's own page shows its own preview, per-user risk and map
+    second = tmp_path / "anotraces_team001_data01_b.csv"
+    second.write_bytes(anonymize_csv(ds, "A3-kRR", seed=2, eps=8.0))
+    page.goto(f"{base}/c/pv/team/")
+    card = page.locator(f"#ds-{ds.pk}")
+    card.locator("input[type=file]").set_input_files(str(second))
+    card.get_by_role("button", name="Upload").click()
+    page.locator(f"#preview-title-{ds.pk}", has_text="upload #2").wait_for(timeout=180_000)
+    assert "your final set" in page.locator(f"#preview-title-{ds.pk}").inner_text()  # #2 is the default final
+    page.locator(f"#history-ds-{ds.pk} tr", has_text="#1").get_by_role("button", name=re.compile("Choose")).click()
+    page.wait_for_load_state()
+    title = page.locator(f"#preview-title-{ds.pk}")
+    title.wait_for()
+    assert "Privacy preview of upload #1" in title.inner_text() and "your final set" in title.inner_text()
+    first = PrivacyPreview.objects.get(anonymized_set__dataset=ds, anonymized_set__seq=1)
+    section = page.locator(f"#preview-ds-{ds.pk}")
+    assert f"{first.summary['s_t_min']:.4f}" in section.inner_text()
+    assert "range over 4 pseudonymizations" in section.inner_text()
+    shot(page, "team-preview-of-final-set")
+    for seq in (1, 2):
+        p = PrivacyPreview.objects.get(anonymized_set__dataset=ds, anonymized_set__seq=seq)
+        page.goto(f"{base}/c/pv/team/uploads/{p.anonymized_set_id}/")
+        section = page.locator(f"#preview-ds-{ds.pk}")
+        section.locator("figure[data-chart=gridmap] svg").first.wait_for()
+        assert section.locator("figure[data-chart=gridmap] svg").count() == 2  # the leak map
+        text = section.inner_text()
+        assert f"Privacy preview of upload #{seq}" in text
+        assert f"{p.summary['s_i_min']:.4f} · {p.summary['s_t_min']:.4f}" in text
+        assert section.locator("table.preview-users tbody tr").count() == len(p.summary["top_users"])
+        assert not overflow_problems(page, strict=False) and not chart_problems(page)
+        shot(page, f"upload-{seq}-preview")
