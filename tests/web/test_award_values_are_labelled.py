@@ -38,12 +38,12 @@ def test_weighted_and_unweighted_values_are_labelled(django_capture_on_commit_ca
 
     board = public.get(f"/c/{contest.slug}/leaderboard/").content.decode()  # opens on the round tab
     assert 'aria-current="page"' in re.search(r'<a href="\?round=1"[^>]*>', board).group(0)
-    assert "Overall, this round (unweighted)" in board
+    assert "(this round's values, unweighted)</span>" in board
     note = re.search(r'<span id="round-values-note">(.*?)</span>', board, re.S).group(1)
     assert "before its weight (0.1)" in note and "Weighted total" in note
     assert floatformat(round_value, 4) in board
 
     total = public.get(f"/c/{contest.slug}/leaderboard/?round=total").content.decode()
-    assert "Overall, weighted total" in total and "Preliminary × 0.1" in total
+    assert "Teams, weighted total over the rounds" in total and "Preliminary × 0.1" in total
     first_row = re.search(r'<table[^>]*id="leaderboard".*?<tbody>\s*<tr.*?</tr>', total, re.S).group(0)
     assert f"<strong>{floatformat(overall['value'], 4)}</strong>" in first_row
