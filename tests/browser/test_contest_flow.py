@@ -427,8 +427,9 @@ def tour(browser, base, shot, *, rejected_pk, target_pk):
             assert header < 844 / 6, f"the header takes {header}px of an 844px phone screen ({lang})"
             overall = pub.locator("#leaderboard thead th").nth(2).bounding_box()
             assert overall["x"] + overall["width"] <= width, f"the Overall column is off-screen ({lang})"
-            # attack error boxes read as sentences, not one word per line
-            team.goto(f"{base}/c/web/team/")
+            # attack error boxes read as sentences, not one word per line (round 1: its attack phase is
+            # closed now, so the dashboard opens on round two's coming phase)
+            team.goto(f"{base}/c/web/team/?round=1")
             heights = team.locator(f"#target-{target_pk} .issues li").evaluate_all(
                 "els => els.map(e => e.getBoundingClientRect().height)")
             assert heights and max(heights) < 120, f"attack error rows {heights} px tall at {where}"
