@@ -153,9 +153,10 @@ def _embargo(request, contest, sub, title):
 
 
 def _board_uncertainty(rv: ResultsView, name: str) -> dict:
-    """team -> {"ci": (lo, hi), "stat_tied": bool} of a leaderboard, from the snapshot's bootstrap
-    (``scoring.uncertainty.results_uncertainty``); a place is flagged when it would swap with the
-    place above or below in at least ``tie_probability`` of the replicates. Empty for older snapshots."""
+    """team -> {"ci": (lo, hi), "stat_tied": bool} of a leaderboard, from the snapshot's uncertainty
+    (``scoring.uncertainty.results_uncertainty``); a place is flagged when its swap probability with the
+    place above or below (the two-sided p-value of "equal in the population") is at least
+    ``tie_probability``. Empty for older snapshots."""
     rows = ((rv.data.get("uncertainty") or {}).get("leaderboards") or {}).get(name) or []
     out = {}
     for i, r in enumerate(rows):

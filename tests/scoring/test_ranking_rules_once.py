@@ -79,7 +79,9 @@ def test_column_zero_is_the_published_results_and_every_column_follows_the_same_
     # minima, totals and leaderboards (the ignored rows keep their scores: they never count)
     columns_of = {id(row): c for row, c in cols.attempts}
     assert len(columns_of) == len(ATTACKS + EXTRA) - len(res.ignored)  # the ignored rows are not there
-    checked = [1, *cols.bounds[1], cols.bootstrap.start, cols.bootstrap.start + 7, cols.bootstrap.stop - 1]
+    # the bounds of a single minimum and of the widest sum, and three bootstrap replicates
+    checked = [*cols.bounds[1], *cols.bounds[max(cols.bounds)], cols.bootstrap.start, cols.bootstrap.start + 7,
+               cols.bootstrap.stop - 1]
     for c in checked:
         rows = [AttackRow(r.set, r.attacker, r.kind, float(columns_of[id(r)][c]), r.submitted_at)
                 if id(r) in columns_of else r for r in ATTACKS + EXTRA]
