@@ -139,3 +139,19 @@ def test_swap_probability_is_one_half_for_equal_teams_and_zero_for_clearly_separ
     assert old_equal < 0.33, old_equal
     apart, _ = swap_experiment(0.70, 0.76)  # 0.06 apart, about 4 standard errors of the difference
     assert apart < 0.01, apart
+
+
+def test_the_interval_of_a_rounds_overall_covers():
+    """A round's overall is s_I,min of the IDP set plus s_T,min of the TRP set (independent users): each
+    term's bounds at alpha/2 (``attack_bounds(terms=2)``), summed, hold the true sum."""
+    from scoring.uncertainty import attack_bounds
+    rng = np.random.default_rng(77)
+    missed = reidentification_population(rng, [0.7] * 5)
+    num, den = trace_population(rng, [0.6] * 5)
+    truth = ratio_estimates(missed)[0].min() + ratio_estimates(num, den)[0].min()
+    users = rng.integers(0, POPULATION, size=(2, REPETITIONS, M))
+    est_i, se_i = ratio_estimates(np.moveaxis(missed[:, users[0]], 0, 1))
+    est_t, se_t = ratio_estimates(np.moveaxis(num[:, users[1]], 0, 1), den[users[1]][:, None, :])
+    (lo_i, hi_i), (lo_t, hi_t) = attack_bounds(est_i, se_i, terms=2), attack_bounds(est_t, se_t, terms=2)
+    lo, hi = lo_i.min(axis=-1) + lo_t.min(axis=-1), hi_i.min(axis=-1) + hi_t.min(axis=-1)
+    assert ((lo <= truth) & (truth <= hi)).mean() >= REQUIRED
