@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 
 #: Every job kind. The handler of each is registered by its service with :func:`handles`.
 KINDS = (
-    "generate_round",       # contest.services.generation: synthesize a round's data
+    "generate_round",       # contest.services.generation: train a round's model, queue its data sets
+    "generate_dataset",     # contest.services.generation: one data set of a round (team x challenge)
     "score_anonymized",     # contest.services.uploads: validate an anonymized set and compute s_U
     "score_attack",         # contest.services.uploads: validate and score an etable/etraces
     "close_anonymization",  # contest.services.judge: freeze final sets, pseudonymize them

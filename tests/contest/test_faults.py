@@ -110,10 +110,9 @@ def assert_generation_complete(contest, tmp_path) -> None:
     assert datasets.count() == (n_teams + 3) * 2
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    manifest = generation._generate_files(rnd, fresh, n_teams)  # from the model the worker stored
-    for s in manifest["sets"]:
-        ds = datasets.get(number=int(s["team"]), challenge=int(s["data"]))
-        for stored, name in ((ds.reference, s["reftraces"]), (ds.original, s["orgtraces"])):
+    for ds in datasets:  # from the model the worker stored
+        names = generation.write_set_files(rnd, ds.number, ds.challenge, fresh)
+        for stored, name in ((ds.reference, names["reftraces"]), (ds.original, names["orgtraces"])):
             assert stored.sha256 == hashlib.sha256((fresh / name).read_bytes()).hexdigest(), name
     assert_stored_files_intact()
 
