@@ -51,7 +51,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import audit, data, figures, jobs, round_figures, storage
+from contest.services import analyses, audit, data, figures, jobs, round_figures, storage
 from scoring.traces import Traces
 from synth.city import CityModel
 from synth.generate import (
@@ -264,8 +264,10 @@ def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) ->
                 round_.manifest = manifest
         except IntegrityError:  # created concurrently by a duplicate delivery
             return Dataset.objects.get(round=round_, number=team, challenge=challenge)
-    if kind == Dataset.TEAM:  # the team's map page shows O's population from the start
-        figures.store_dataset_population(ds)
+    if kind == Dataset.TEAM:
+        original = data.traces(ds.original, contest.grid())
+        figures.store_dataset_population(ds, original)  # the team's map page shows O's population from the start
+        analyses.dataset_baselines(ds, original=original)  # SPEC 13's baselines, read by the results job
     return ds
 
 

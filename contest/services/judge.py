@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
-from contest.services import audit, bundles, data, jobs, results, storage
+from contest.services import analyses, audit, bundles, data, jobs, results, storage
 from contest.services.uploads import lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
@@ -108,9 +108,12 @@ def close_anonymization_job(job, round_id: int) -> str:
                 if pending_judge_attacks(ps):
                     jobs.create_job("judge_attacks", contest=contest, public_set_id=ps.pk)
                     queued += 1
+    # The final sets' utility figures (SPEC 13), one job per set, so the results job only reads them.
+    analysed = len(analyses.request_set_analyses(round_, user=job.created_by))
     if sets:  # the teams' attack material, built once now rather than per download
         bundles.request_build(bundles.attack_material_plan(round_), user=job.created_by)
-    return f"{len(sets)} public sets; judge attacks queued on {queued}; attack material queued"
+    return (f"{len(sets)} public sets; judge attacks queued on {queued}; analyses queued on {analysed}; "
+            "attack material queued")
 
 
 def pending_judge_attacks(ps: PublicSet) -> list[str]:
