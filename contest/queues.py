@@ -12,7 +12,7 @@ what a worker serves. ``contest.services.jobs`` routes each job kind here.
 QUEUES: dict[str, tuple[str, ...]] = {
     "interactive": ("score_anonymized", "score_attack", "email_announcement"),
     "generation": ("generate_round", "generate_dataset"),
-    "judge": ("close_anonymization", "judge_attacks", "set_analyses", "privacy_preview"),
+    "judge": ("close_anonymization", "close_set", "judge_attacks", "set_analyses", "privacy_preview"),
     "results": ("compute_results", "rescore", "round_figures", "build_bundle"),
 }
 

@@ -41,7 +41,8 @@ KINDS = (
     "generate_dataset",     # contest.services.generation: one data set of a round (team x challenge)
     "score_anonymized",     # contest.services.uploads: validate an anonymized set and compute s_U
     "score_attack",         # contest.services.uploads: validate and score an etable/etraces
-    "close_anonymization",  # contest.services.judge: freeze final sets, pseudonymize them
+    "close_anonymization",  # contest.services.judge: close the phase, freeze final sets, queue a job per set
+    "close_set",            # contest.services.judge: pseudonymize one set, then the judge attacks on it
     "judge_attacks",        # contest.services.judge: the judge's attacks on one public set
     "compute_results",      # contest.services.results: the results snapshot (and publish)
     "rescore",              # contest.services.results: one re-scoring job per scored object
