@@ -334,7 +334,8 @@ def generate_round_job(job, round_id: int) -> str:
                             team=team, challenge=challenge)
     if not missing:
         finish_round(round_, user=job.created_by)
-    return f"{round_.name}: model ready, {len(missing)} data sets queued"
+    expected = len(round_sets(len(_approved_teams(round_))))
+    return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
 
 
 @jobs.handles("generate_dataset")
