@@ -16,6 +16,15 @@
    cores to the server; without it, an asyncio client (httpx) in this process,
    which costs about 5 ms of CPU per request itself and so measures the client too.
 
+3. **Scaling** (issue 23). The same round is played first with ``--compare-processes`` (1) judge
+   process, and the table ``scaling`` gives each judge stage's wall time with 1 and with ``--workers``
+   (2) processes, the speed-up and the stage's number of jobs (a stage of one job cannot go faster; the
+   target is 1.7 on every stage of more than one). Then ``simulate_contest`` plays one round at a small
+   size (``--growth-users`` users, ``--growth-days`` days) for each team count of ``--growth`` (5, 10, 20,
+   40) and the table ``growth`` gives each stage's wall time per team count and its growth exponent
+   (time ~ teams^k, least squares on the log-log points: about 1 for the judge's work on sets, about 2
+   for the cross attacks), so an organizer can size a deployment.
+
 The embedded default (SQLite, filesystem broker) runs in a private folder;
 with ``DATABASE_URL`` and ``CELERY_BROKER_URL`` set it runs on PostgreSQL and
 Redis. The output ends with the lines ``whole round: <s> s``,
@@ -134,6 +143,128 @@ def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def large_valid_upload(grid, truth, *, target_bytes: int, s_req: float, convention: str, lambda_u: float,
+                       seed: int = 1) -> tuple[bytes, str, float]:
+    """An anotraces file of about ``target_bytes`` that scores valid: the 2019 "A2-4-4-0" (MRLH(4,4), 16 x 16
+    blocks of 256 regions) on the whole traces of a seeded share of the users, the others' events exact
+    (A1), the share chosen for the size.
+
+    (The whole set in 8 x 8 blocks with 55 % deletions, the 86 MB upload of an earlier run, scored
+    s_U below s_req: the load test then never scored a large valid set.) Returns (CSV bytes, name, s_U).
+    """
+    import numpy as np
+
+    from contest.services import data
+    from scoring.algorithms.registry import get
+    from scoring.scores import utility
+    from scoring.traces import Traces
+
+    def rows(name: str, users: np.ndarray, **params) -> list[bytes]:
+        part = Traces(truth.user_ids[users], truth.time_ids, truth.regions[users])
+        return data.anotraces_csv(get(name).run(grid, part, seed=seed, **params)).split(b"\n")[1:-1]
+
+    m, L = truth.regions.shape
+    blocks = {"mu_x": 4, "mu_y": 4, "lambda": 0.0}
+    exact = rows("A1-none", np.arange(m))
+    probe = min(m, 10)
+    per_user_block = sum(len(r) + 1 for r in rows("A2-MRLH", np.arange(probe), **blocks)) / probe
+    per_user_exact = sum(len(r) + 1 for r in exact) / m
+    n = int(np.clip(round((target_bytes - per_user_exact * m) / max(per_user_block - per_user_exact, 1.0)), 0, m))
+    chosen = np.sort(np.random.default_rng(seed).choice(m, size=n, replace=False))
+    block_rows = rows("A2-MRLH", chosen, **blocks)
+    out = list(exact)
+    for k, user in enumerate(chosen.tolist()):
+        out[user * L:(user + 1) * L] = block_rows[k * L:(k + 1) * L]
+    content = b"\n".join([b"reg_id", *out, b""])
+    s_u = utility(grid, truth, data.anotraces(content, grid, truth), convention=convention, lambda_u=lambda_u)
+    name = f"A2-4-4-0-on-{n}-of-{m}-users.csv"
+    if s_u < s_req:
+        raise RuntimeError(f"the load test's upload {name} would score s_U = {s_u:.4f} < s_req = {s_req}")
+    return content, name, s_u
+
+
+#: A stage of more than one job should be at least this much faster with 2 judge processes than with 1.
+SPEED_UP_TARGET = 1.7
+
+
+def _round_stages(report, round_number: int = 1) -> dict:
+    """stage name -> Stage of the judge's stages of one round of a simulation report."""
+    return {s.name: s for s in report.stages if s.judge and s.round == round_number}
+
+
+def scaling_lines(reports: dict[int, object], round_number: int = 1) -> list[str]:
+    """The table of each judge stage's wall time per number of judge processes (``reports``: processes ->
+    simulation Report of the same round), with the speed-up of the most processes over the fewest."""
+    counts = sorted(reports)
+    low, high = counts[0], counts[-1]
+    stages = {n: _round_stages(reports[n], round_number) for n in counts}
+    head = "".join(f" {f'{n} proc. s':>10}" for n in counts)
+    lines = [f"scaling (round {round_number}): wall seconds per number of judge processes",
+             f"{'stage':<24} {'jobs':>5}{head} {'speed-up':>9}"]
+    totals = dict.fromkeys(counts, 0.0)
+    for name, stage in stages[high].items():
+        times = {n: stages[n][name].seconds for n in counts if name in stages[n]}
+        for n, t in times.items():
+            totals[n] += t
+        speed = times[low] / times[high] if times.get(high) else float("nan")
+        target = "" if stage.jobs <= 1 else (f" [>= {SPEED_UP_TARGET}]" if speed >= SPEED_UP_TARGET
+                                             else f" [< {SPEED_UP_TARGET}: missed]")
+        cells = "".join(f" {times[n]:>10.1f}" if n in times else f" {'-':>10}" for n in counts)
+        lines.append(f"{name:<24} {stage.jobs:>5}{cells} {speed:>9.2f}{target}")
+    cells = "".join(f" {totals[n]:>10.1f}" for n in counts)
+    lines.append(f"{'whole round':<24} {'':>5}{cells} {totals[low] / totals[high]:>9.2f}")
+    return lines
+
+
+def growth_exponent(teams: list[int], seconds: list[float]) -> float:
+    """k of time ~ teams^k: the least-squares slope of log(seconds) on log(teams)."""
+    import numpy as np
+    x, y = np.log(np.asarray(teams, dtype=float)), np.log(np.maximum(np.asarray(seconds, dtype=float), 1e-3))
+    if len(x) < 2:
+        return float("nan")
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def growth_lines(reports: dict[int, object], size: str) -> list[str]:
+    """The table of each judge stage's wall time per number of teams (``reports``: teams -> Report of one
+    round), with its growth exponent."""
+    counts = sorted(reports)
+    stages = {n: _round_stages(reports[n]) for n in counts}
+    head = "".join(f" {f'{n} teams':>9}" for n in counts)
+    lines = [f"growth ({size}): wall seconds per number of teams; k of time ~ teams^k",
+             f"{'stage':<24}{head} {'k':>6}  jobs at {counts[-1]} teams"]
+    names = list(stages[counts[-1]])
+    for name in names + ["whole round"]:
+        if name == "whole round":
+            times = [sum(s.seconds for s in stages[n].values()) for n in counts]
+            jobs = ""
+        else:
+            times = [stages[n][name].seconds for n in counts]
+            jobs = str(stages[counts[-1]][name].jobs)
+        cells = "".join(f" {t:>9.1f}" for t in times)
+        lines.append(f"{name:<24}{cells} {growth_exponent(counts, times):>6.2f}  {jobs}")
+    return lines
+
+
+def _play(plan, judge_processes: int, logs: Path, tag: str):
+    """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers (``judge_processes``
+    on the judge's queues, one on the teams'); returns (report, the running workers)."""
+    from tqdm import tqdm
+
+    from contest.services.simulation import Simulation
+    from contest.workers import start_contest_workers, stop_process_groups
+    procs = start_contest_workers(judge_processes, logs, tag)
+    try:
+        report = Simulation(plan, log=lambda line: print(line, flush=True),
+                            progress=lambda total, desc: tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
+                                                              disable=None),
+                            worker_pids=lambda: [p.pid for p in procs[:2]]).run()
+    except BaseException:
+        stop_process_groups(procs, grace=10)
+        raise
+    return report, procs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--teams", type=int, default=20)
@@ -144,7 +275,13 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--folder", default="", help="keep the bench's files here (default: a temporary folder)")
+    parser.add_argument("--compare-processes", type=int, default=1,
+                        help="judge processes of the comparison run of the same round (0: none)")
+    parser.add_argument("--growth", default="5,10,20,40", help="team counts of the growth table ('' for none)")
+    parser.add_argument("--growth-users", type=int, default=100, help="users per data set of the growth runs")
+    parser.add_argument("--growth-days", type=int, default=2, help="days of the growth runs")
     args = parser.parse_args(argv)
+    growth = [int(n) for n in args.growth.split(",") if n.strip()]
 
     folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
     folder.mkdir(parents=True, exist_ok=True)
@@ -154,29 +291,29 @@ def main(argv=None) -> int:
     from django.core.management import call_command
     from django.test import Client
     from rest_framework.authtoken.models import Token
-    from tqdm import tqdm
 
     from contest.models import AnonymizedSet, Dataset, Membership
     from contest.services import data
-    from contest.services.simulation import Plan, Simulation
-    from contest.workers import resident_mb, start_contest_workers, stop_process_groups
-    from scoring.algorithms.registry import get
+    from contest.services.simulation import Plan
+    from contest.workers import resident_mb, stop_process_groups
 
     print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
           f"judge on {args.workers} worker processes, uploads on 1", flush=True)
     call_command("migrate", interactive=False, verbosity=0)
     logs = folder / "logs"
+    by_processes = {}
+    if args.compare_processes and args.compare_processes != args.workers:
+        print(f"# the same round on {args.compare_processes} judge process(es), for the scaling table", flush=True)
+        compare = Plan(teams=args.teams, users=args.users, days=args.days, rounds=1, seed=2019,
+                       slug=f"bench-{args.teams}t-{args.users}u-{args.compare_processes}p-{int(time.time())}")
+        by_processes[args.compare_processes], compare_procs = _play(compare, args.compare_processes, logs,
+                                                                    "bench-compare")
+        stop_process_groups(compare_procs, grace=10)
+        print(f"# the round on {args.workers} judge processes", flush=True)
     plan = Plan(teams=args.teams, users=args.users, days=args.days, rounds=2, open_rounds=1, seed=2019,
                 slug=f"bench-{args.teams}t-{args.users}u-{int(time.time())}")
-    procs = start_contest_workers(args.workers, logs, "bench")  # kept for the load test: the upload is scored
-    try:
-        report = Simulation(plan, log=lambda line: print(line, flush=True),
-                            progress=lambda total, desc: tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
-                                                              disable=None),
-                            worker_pids=lambda: [p.pid for p in procs[:2]]).run()
-    except BaseException:
-        stop_process_groups(procs, grace=10)
-        raise
+    report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
+    by_processes[args.workers] = report
     contest, slug = report.contest, report.contest.slug
 
     # ----- pages under load while an 80 MB upload is scored
@@ -192,13 +329,12 @@ def main(argv=None) -> int:
     ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
                                                                   team=member.team, challenge=1)
     grid = contest.grid()
-    mrlh = get("A2-MRLH")
-    # About 80 MB plain (the size of the 2019 "A2-4-4-0" upload the issue names; MRLH(4,4) on this
-    # data is 380 MB, over the contest's 200 MB limit): MRLH(3,3) with 55 % of the events deleted.
-    big = data.anotraces_csv(mrlh.run(grid, data.traces(ds.original, grid), seed=1, mu_x=3, mu_y=3,
-                                      **{"lambda": 0.55}))
-    big_name = "A2-3-3-0.55.csv"
-    big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name})"
+    # About 80 MB plain (the size of the 2019 "A2-4-4-0" upload the issue names; MRLH(4,4) on this data
+    # is 380 MB, over the contest's 200 MB limit), and valid, so that scoring a large valid set is loaded.
+    big, big_name, big_s_u = large_valid_upload(grid, data.traces(ds.original, grid), target_bytes=80 * 2**20,
+                                                s_req=contest.s_req, convention=contest.utility_convention,
+                                                lambda_u=contest.lambda_u)
+    big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     try:
@@ -273,6 +409,8 @@ def main(argv=None) -> int:
             time.sleep(0.5)
             aset.refresh_from_db()
         scored_after = (aset.scored_at - aset.created_at).total_seconds() if aset.scored_at else None
+        if aset.status != AnonymizedSet.VALID:
+            raise RuntimeError(f"the {big_label} sent during the load test scored {aset.status}, not valid")
         web_mb = resident_mb(web.pid)
     finally:
         stop_process_groups(procs, grace=10)
@@ -286,8 +424,22 @@ def main(argv=None) -> int:
     scored = f"{scored_after:.1f} s after it was stored" if scored_after is not None else "(not scored)"
     print(f"{big_label}: answered {status} in {upload_s:.1f} s, scored {aset.status} {scored}; "
           f"web master {web_mb:.0f} MB")
+    by_teams = {}
+    for teams in growth:
+        print(f"# growth: {teams} teams x {args.growth_users} users x {args.growth_days}+{args.growth_days} days "
+              f"on {args.workers} judge processes", flush=True)
+        small = Plan(teams=teams, users=args.growth_users, days=args.growth_days, rounds=1, seed=2019,
+                     slug=f"growth-{teams}t-{args.growth_users}u-{int(time.time())}")
+        by_teams[teams], growth_procs = _play(small, args.workers, logs, "bench-growth")
+        stop_process_groups(growth_procs, grace=10)
+
     for line in report.summary_lines()[1:-1]:
         print(line)
+    if len(by_processes) > 1:
+        print("\n" + "\n".join(scaling_lines(by_processes)))
+    if len(by_teams) > 1:
+        print("\n" + "\n".join(growth_lines(by_teams, f"{args.growth_users} users x {args.growth_days}+"
+                                                        f"{args.growth_days} days, {args.workers} judge processes")))
     print(f"whole round: {report.whole_round_seconds():.1f} s")
     print(f"public pages p95: {summary['public']['p95']:.0f} ms")
     print(f"team dashboard p95: {summary['team']['p95']:.0f} ms")

@@ -291,6 +291,10 @@ class Dataset(models.Model):
     # Figure computed by a job, read by the team's map page (which never parses a trace file):
     # scoring.analyses.population_counts of O, (S, M) float32 .npy.
     population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The SPEC 13 utility figures of the two baselines (reference traces as the anonymized traces, uniform
+    # regions), stored by the set's generation job: {"inputs": SHA-256 of what they depend on, "figures":
+    # {"reference": {...}, "uniform": {...}}} (contest.services.analyses). The results job only reads them.
+    baselines = models.JSONField(null=True, blank=True, editable=False)
     seed = models.BigIntegerField()
     generator = models.CharField(max_length=100, help_text="synthesizer name and version")
     created_at = models.DateTimeField(default=timezone.now)
@@ -332,6 +336,9 @@ class AnonymizedSet(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     # population_counts of the upload, stored by the scoring job (see Dataset.population).
     population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    # The SPEC 13 utility figures of a final valid set (TP-TV-Top50, TM-EMD, POI accuracy), stored by its
+    # set_analyses job at the phase close: {"inputs": SHA-256, "figures": {...}} (contest.services.analyses).
+    analyses = models.JSONField(null=True, blank=True, editable=False)
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -431,7 +438,7 @@ class RoundFigures(models.Model):
     SHA-256 of what it depends on, so a stale row is recomputed, never shown."""
 
     round = models.ForeignKey(Round, on_delete=models.CASCADE, related_name="figures")
-    part = models.CharField(max_length=40, help_text="fairness-<challenge> or sample_anonymizers")
+    part = models.CharField(max_length=40, help_text="fairness-<challenge>-<team> or sample_anonymizers")
     inputs = models.CharField(max_length=64)
     data = models.JSONField(null=True)
     computed_at = models.DateTimeField(auto_now=True)

@@ -11,8 +11,8 @@ what a worker serves. ``contest.services.jobs`` routes each job kind here.
 #: queue -> the job kinds (contest.services.jobs.KINDS) sent to it
 QUEUES: dict[str, tuple[str, ...]] = {
     "interactive": ("score_anonymized", "score_attack", "email_announcement"),
-    "generation": ("generate_round",),
-    "judge": ("close_anonymization", "judge_attacks", "privacy_preview"),
+    "generation": ("generate_round", "generate_dataset"),
+    "judge": ("close_anonymization", "close_set", "judge_attacks", "set_analyses", "privacy_preview"),
     "results": ("compute_results", "rescore", "round_figures", "build_bundle"),
 }
 

@@ -515,6 +515,56 @@ def generate_set(model, synth, out_dir, team: int, data_no: int, flag: str,
     return names
 
 
+def round_sets(teams: int) -> list[tuple[int, str, int, str]]:
+    """``(team, role, data_no, flag)`` of every set of a round of ``teams`` teams, in file order: each team
+    1..``teams`` (role ``team``), the benchmark ``teams+1`` and the sample sets ``teams+2``, ``teams+3``,
+    each with both challenges (data01 IDP, data02 TRP)."""
+    roles = [(t, "team") for t in range(1, teams + 1)] + [(teams + 1, "benchmark"),
+                                                         (teams + 2, "sample"), (teams + 3, "sample")]
+    return [(team, role, d, flag) for team, role in roles for d, flag in CHALLENGES]
+
+
+def default_pool_days(ref_days: int, org_days: int) -> int:
+    """The calendar days the sporadic days are drawn from: ``1.5 * (Lr + Lo)`` (the 2019 script: 60 for 40)."""
+    return int(np.ceil(1.5 * (ref_days + org_days)))
+
+
+def round_time_axis(ref_days: int, org_days: int, *, seed: int, pool_days: int, slots: int = 20,
+                    slot_start_minute: int = 480, slot_minutes: int = 30,
+                    day_split: str = "chronological") -> TimeAxis:
+    """The round's clock with its calendar days, drawn from ``default_rng([seed, 0, 0])`` (:func:`draw_days`):
+    the same for every set of the round, whoever generates which."""
+    ref_cal, org_cal = draw_days(ref_days, org_days, pool_days, np.random.default_rng([seed, 0, 0]),
+                                 split=day_split)
+    return TimeAxis(slots_per_day=slots, ref_days=ref_days, org_days=org_days,
+                    start_minute=slot_start_minute, slot_minutes=slot_minutes,
+                    day_numbers=tuple(int(d) for d in np.concatenate([ref_cal, org_cal])))
+
+
+def round_manifest(model, synth, grid: Grid, axis: TimeAxis, teams: int, *, users: int, seed: int,
+                   pool_days: int, day_split: str) -> dict:
+    """A round's manifest before any set is generated: generator, seed, parameters, model, grid, and one
+    entry per set (:func:`round_sets`) with its role; :func:`generate_set` adds its file names and report,
+    and ``files`` (name -> SHA-256 and size) comes last."""
+    from synth.methods import model_summary
+    if (grid.nx, grid.ny) != (model.nx, model.ny):
+        raise ValueError(f"grid {grid.nx} x {grid.ny} does not match the model's {model.nx} x {model.ny}")
+    generator, generator_version, model_info = model_summary(model)
+    days = [int(d) for d in axis.day_numbers]
+    return dict(
+        generator=generator, generator_version=generator_version, seed=seed,
+        parameters=dict(teams=teams, users=users, ref_days=axis.ref_days, org_days=axis.org_days,
+                        pool_days=pool_days, day_split=day_split, slots=axis.slots_per_day,
+                        slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes,
+                        ref_day_numbers=days[:axis.ref_days], org_day_numbers=days[axis.ref_days:],
+                        synthesizer=synth.options()),
+        model=model_info,
+        grid=dict(nx=grid.nx, ny=grid.ny, min_x=grid.min_x, max_x=grid.max_x, min_y=grid.min_y,
+                  max_y=grid.max_y),
+        sets=[dict(team=team, role=role, data=d, flag=flag) for team, role, d, flag in round_sets(teams)],
+        files={})
+
+
 def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: int = 20,
                    org_days: int = 20, seed: int = 0, pool_days: int | None = None,
                    grid: Grid | None = None, slots: int = 20, slot_start_minute: int = 480,
@@ -555,48 +605,28 @@ def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: i
     out.mkdir(parents=True, exist_ok=True)
     if grid is None:
         grid = model.grid()
-    if (grid.nx, grid.ny) != (model.nx, model.ny):
-        raise ValueError(f"grid {grid.nx} x {grid.ny} does not match the model's {model.nx} x {model.ny}")
     if pool_days is None:
-        pool_days = int(np.ceil(1.5 * (ref_days + org_days)))
-    from synth.methods import make_synthesizer, model_summary
+        pool_days = default_pool_days(ref_days, org_days)
+    from synth.methods import make_synthesizer
     synth = make_synthesizer(model, slots=slots, slot_start_minute=slot_start_minute,
                              slot_step_minutes=slot_minutes, **synth_options)
-    ref_cal, org_cal = draw_days(ref_days, org_days, pool_days, np.random.default_rng([seed, 0, 0]),
-                                 split=day_split)
-    axis = TimeAxis(slots_per_day=slots, ref_days=ref_days, org_days=org_days,
-                    start_minute=slot_start_minute, slot_minutes=slot_minutes,
-                    day_numbers=tuple(int(d) for d in np.concatenate([ref_cal, org_cal])))
+    axis = round_time_axis(ref_days, org_days, seed=seed, pool_days=pool_days, slots=slots,
+                           slot_start_minute=slot_start_minute, slot_minutes=slot_minutes, day_split=day_split)
+    manifest = round_manifest(model, synth, grid, axis, teams, users=users, seed=seed, pool_days=pool_days,
+                              day_split=day_split)
     grid.write_info_region(out / "info_region.csv")
     axis.write_info_time(out / "info_time.csv")
 
-    roles = [(t, "team") for t in range(1, teams + 1)] + [(teams + 1, "benchmark"),
-                                                         (teams + 2, "sample"), (teams + 3, "sample")]
-    jobs = [(team, role, d, flag) for team, role in roles for d, flag in CHALLENGES]
-    sets = []
+    jobs = round_sets(teams)
     progress(0, len(jobs), "generating datasets")
-    for n, (team, role, d, flag) in enumerate(jobs):
-        names = generate_set(model, synth, out, team, d, flag, users=users, ref_days=ref_days,
-                             org_days=org_days, seed=seed)
-        sets.append(dict(team=team, role=role, data=d, flag=flag, **names))
-        progress(n + 1, len(jobs), f"team {team:03d} data{d:02d} {flag} ({role})")
+    for n, entry in enumerate(manifest["sets"]):
+        team, d, flag = entry["team"], entry["data"], entry["flag"]
+        entry.update(generate_set(model, synth, out, team, d, flag, users=users, ref_days=ref_days,
+                                  org_days=org_days, seed=seed))
+        progress(n + 1, len(jobs), f"team {team:03d} data{d:02d} {flag} ({entry['role']})")
 
-    files = {}
-    for p in sorted(out.iterdir()):
-        if p.name != "manifest.json" and p.is_file():
-            files[p.name] = dict(sha256=_sha256(p), size=p.stat().st_size)
-    generator, generator_version, model_info = model_summary(model)
-    manifest = dict(
-        generator=generator, generator_version=generator_version, seed=seed,
-        parameters=dict(teams=teams, users=users, ref_days=ref_days, org_days=org_days,
-                        pool_days=pool_days, day_split=day_split, slots=slots, slot_start_minute=slot_start_minute,
-                        slot_minutes=slot_minutes, ref_day_numbers=[int(x) for x in ref_cal],
-                        org_day_numbers=[int(x) for x in org_cal],
-                        synthesizer=synth.options()),
-        model=model_info,
-        grid=dict(nx=grid.nx, ny=grid.ny, min_x=grid.min_x, max_x=grid.max_x, min_y=grid.min_y,
-                  max_y=grid.max_y),
-        sets=sets, files=files)
+    manifest["files"] = {p.name: dict(sha256=_sha256(p), size=p.stat().st_size)
+                         for p in sorted(out.iterdir()) if p.name != "manifest.json" and p.is_file()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                        encoding="utf-8")
     return manifest

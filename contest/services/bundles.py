@@ -240,6 +240,33 @@ def bundle_dir() -> Path:
     return folder
 
 
+def bundle_dir_problems() -> list[str]:
+    """What is wrong with this machine's bundle folder, for a worker's start (empty: nothing).
+
+    The results workers write the zips that the web servers stream, so on several machines the folder
+    must be one shared folder. A worker that cannot write it, or that does not see the zips the database
+    says were built (written by another machine into a folder this one does not share), would build them
+    again at every download that misses; it says so at start instead.
+    """
+    folder = Path(settings.TRACECUP_BUNDLE_DIR)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{uuid.uuid4().hex}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        return [f"TRACECUP_BUNDLE_DIR={folder} cannot be written here ({exc}): the attack material and exports "
+                "built by this worker would be lost; mount the folder the web servers share"]
+    built = list(Bundle.objects.values_list("file_name", flat=True))
+    missing = [name for name in built if not (folder / name).is_file()]
+    if missing:
+        return [f"TRACECUP_BUNDLE_DIR={folder} holds {len(built) - len(missing)} of the {len(built)} bundles the "
+                f"database says were built (missing: {', '.join(sorted(missing)[:3])}{', ...' if len(missing) > 3 else ''})"
+                ": is it the folder the web servers and the other workers share? Every download that misses a "
+                "zip has it built again"]
+    return []
+
+
 def path_of(bundle: Bundle) -> Path:
     """Where ``bundle``'s zip lies on this machine."""
     return Path(settings.TRACECUP_BUNDLE_DIR) / bundle.file_name

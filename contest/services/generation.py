@@ -24,10 +24,20 @@ contest's, defaults set by ``python -m synth calibrate``; sglt and coloc:
 reference = the earlier days, paper 3.3, default; or ``random``) and the
 method's generation options under ``options``.
 
+Jobs (DESIGN "one task per object"): a ``generate_round`` job trains the
+round's model once (:func:`train_round_model`, the one place where a round's
+model comes from), stores it with the round's ``info_region.csv``,
+``info_time.csv`` and manifest, and queues one ``generate_dataset`` job per
+data set (team x challenge, benchmark, samples) on the generation queue; the
+round is ready (``Round.generated_at``) when the last set is stored, and that
+set's job queues the round's figures. Each set's bytes depend only on the
+round's seed and the set's name (``default_rng([seed, team, challenge])``, the
+calendar days from ``[seed, 0, 0]``), whichever worker builds it and in
+whatever order (``tests/contest/test_generation_jobs.py``).
+
 Idempotent: a round whose datasets all exist is left alone; a partial run
-(worker died) completes the missing datasets from the same seed, and the
-generator is deterministic per (seed, team, challenge), so the bytes are the
-ones a full run would have written.
+(worker died) completes the missing datasets from the same seed and the stored
+model, so the bytes are the ones a full run would have written.
 """
 from __future__ import annotations
 
@@ -41,29 +51,53 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import audit, data, figures, jobs, round_figures, storage
+from contest.services import analyses, audit, data, figures, jobs, round_figures, storage
 from scoring.traces import Traces
 from synth.city import CityModel
-from synth.generate import generate_round
-from synth.methods import METHODS, SCHEMAS, load_model, train_contest_model
+from synth.generate import (
+    default_pool_days,
+    generate_set,
+    round_manifest,
+    round_sets,
+    round_time_axis,
+    set_name,
+)
+from synth.methods import METHODS, SCHEMAS, load_model, make_synthesizer, train_contest_model
 
 CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
+ROLE_KINDS = {"team": Dataset.TEAM, "benchmark": Dataset.BENCHMARK, "sample": Dataset.SAMPLE}
 
 
 def _round_seed(round_: Round) -> int:
     return int(np.random.SeedSequence([round_.contest.seed, round_.number]).generate_state(1)[0])
 
 
-def _train_model(round_: Round, job=None):
+def _approved_teams(round_: Round) -> dict[int, Team]:
+    """The contest's approved teams by number, checked to be 1..tau (the sets' numbers follow them)."""
+    teams = {t.number: t for t in Team.objects.filter(contest=round_.contest, approved=True)}
+    if not teams:
+        raise ValueError("the contest has no approved teams to generate data for")
+    if sorted(teams) != list(range(1, len(teams) + 1)):
+        raise ValueError(f"team numbers must be 1..{len(teams)} for data generation, got {sorted(teams)}")
+    return teams
 
-    if round_.model_file_id:
-        return load_model(storage.read_bytes(round_.model_file))
+
+def train_round_model(round_: Round, job=None):
+    """The round's synthesizer model: trained once on the built-in city's people and stored with the round
+    (``Round.model_file``), or the stored one. None for the ``city`` synthesizer (no model).
+
+    The one function where a round's model comes from: every set's job loads what this stored.
+    """
     contest = round_.contest
     method = contest.synthesizer
+    if method not in METHODS:
+        return None
+    if round_.model_file_id:
+        return load_model(storage.read_bytes(round_.model_file))
     p = contest.synthesizer_params or {}
 
     def prog(done, total, message):
-        jobs.progress(job, 0.5 * done / max(total, 1), f"training {method}: {message}")
+        jobs.progress(job, 0.9 * done / max(total, 1), f"training {method}: {message}")
 
     training = set(SCHEMAS[method]["training"]) | {"train_users", "train_days"}
     model = train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
@@ -84,104 +118,192 @@ def _train_model(round_: Round, job=None):
     return model
 
 
-def _generate_files(round_: Round, out: Path, n_teams: int, job=None) -> dict:
-    """Write the round's files into ``out`` and return the manifest."""
+def _city(contest) -> CityModel:
+    p = contest.synthesizer_params or {}
+    return CityModel(contest.grid(), seed=int(p.get("city_seed", contest.seed % (2**31))))
+
+
+def _plan(round_: Round, model, n_teams: int) -> tuple[dict, object]:
+    """(the round's manifest before its sets are generated, its time axis with the calendar days)."""
     contest = round_.contest
     p = contest.synthesizer_params or {}
-    grid = contest.grid()
     axis = round_.time_axis()
     seed = _round_seed(round_)
-    if contest.synthesizer in METHODS:
-        model = _train_model(round_, job)
-
-        def prog(done, total, message):
-            jobs.progress(job, 0.5 + 0.45 * done / max(total, 1), f"generating: {message}")
-
-        return generate_round(model, out, n_teams, users=contest.users_per_set, ref_days=round_.ref_days,
-                              org_days=round_.org_days, seed=seed, pool_days=p.get("pool_days"), grid=grid,
-                              slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
-                              slot_minutes=axis.slot_minutes, day_split=p.get("day_split", "chronological"),
-                              progress=prog, **(p.get("options") or {}))
-    if contest.synthesizer == "city":
-        return _generate_city(round_, out, n_teams, seed, job)
-    raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected one of {', '.join(METHODS)} or city")
+    if model is None:  # the city model's people: the contest's plain clock, no calendar days
+        sets = [dict(team=team, role=role, data=d, flag=flag) for team, role, d, flag in round_sets(n_teams)]
+        return dict(generator="city", generator_version="tracecup-city-1", seed=seed, sets=sets), axis
+    ref, org = round_.ref_days, round_.org_days
+    pool_days = p.get("pool_days") or default_pool_days(ref, org)
+    day_split = p.get("day_split", "chronological")
+    axis = round_time_axis(ref, org, seed=seed, pool_days=pool_days, slots=axis.slots_per_day,
+                           slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, day_split=day_split)
+    manifest = round_manifest(model, _synthesizer(round_, model), contest.grid(), axis, n_teams,
+                              users=contest.users_per_set, seed=seed, pool_days=pool_days, day_split=day_split)
+    return manifest, axis
 
 
-def _generate_city(round_: Round, out: Path, n_teams: int, seed: int, job=None) -> dict:
+#: The last synthesizer built in this process, keyed by its model file and options: a worker generating
+#: several sets of a round builds it once (its tables take seconds at the 2019 size).
+_SYNTHESIZER: dict = {}
 
+
+def _synthesizer(round_: Round, model):
     contest = round_.contest
-    p = contest.synthesizer_params or {}
-    grid = contest.grid()
     axis = round_.time_axis()
-    city = CityModel(grid, seed=int(p.get("city_seed", contest.seed % (2**31))))
-    grid.write_info_region(out / "info_region.csv")
-    axis.write_info_time(out / "info_time.csv")
-    roles = [(t, "team") for t in range(1, n_teams + 1)] + [
-        (n_teams + 1, "benchmark"), (n_teams + 2, "sample"), (n_teams + 3, "sample")]
-    sets = []
+    options = (contest.synthesizer_params or {}).get("options") or {}
+    key = (round_.model_file.sha256 if round_.model_file_id else id(model), axis.slots_per_day, axis.start_minute,
+           axis.slot_minutes, json.dumps(options, sort_keys=True))
+    if key not in _SYNTHESIZER:
+        _SYNTHESIZER.clear()
+        _SYNTHESIZER[key] = make_synthesizer(model, slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
+                                             slot_step_minutes=axis.slot_minutes, **options)
+    return _SYNTHESIZER[key]
+
+
+#: The last model loaded in this process, keyed by the SHA-256 of its stored file.
+_MODEL: dict = {}
+
+
+def _stored_model(round_: Round):
+    """The round's stored model (loaded once per process and model file)."""
+    sha = round_.model_file.sha256
+    if sha not in _MODEL:
+        _MODEL.clear()
+        _MODEL[sha] = load_model(storage.read_bytes(round_.model_file))
+    return _MODEL[sha]
+
+
+def write_set_files(round_: Round, team: int, challenge: int, out: Path, model=None) -> dict:
+    """Write the R and O files of set (``team``, ``challenge``) of ``round_`` into ``out``; return their
+    names (``reftraces``, ``orgtraces``) and the synthesizer's report of the set, if any.
+
+    The bytes depend only on the round's seed and the set's name: the random stream is
+    ``[seed, team, challenge]`` whatever else is generated, here or on another worker.
+    """
+    contest = round_.contest
+    seed = _round_seed(round_)
+    flag = CHALLENGE_FLAGS[challenge]
+    if contest.synthesizer in METHODS:
+        model = model if model is not None else _stored_model(round_)
+        return generate_set(model, _synthesizer(round_, model), out, team, challenge, flag,
+                            users=contest.users_per_set, ref_days=round_.ref_days, org_days=round_.org_days,
+                            seed=seed)
+    if contest.synthesizer != "city":
+        raise ValueError(f"unknown synthesizer {contest.synthesizer!r}; expected one of {', '.join(METHODS)} or city")
+    axis = round_.time_axis()
     m = contest.users_per_set
-    total = len(roles) * 2
-    for n, (team, role) in enumerate((t, r) for t, r in roles for _ in (0, 1)):
-        d = 1 + n % 2
-        flag = CHALLENGE_FLAGS[d]
-        tr = city.simulate(m, axis.ref_days + axis.org_days, time_axis=axis,
-                           seed=int(np.random.SeedSequence([seed, team, d]).generate_state(1)[0]))
-        S = axis.slots_per_day
-        ref, org = tr.regions[:, :S * axis.ref_days], tr.regions[:, S * axis.ref_days:]
-        names = {}
-        for kind, tids, arr in (("ref", axis.ref_time_ids(), ref), ("org", axis.org_time_ids(), org)):
-            names[kind] = f"{kind}traces_team{team:03d}_data{d:02d}_{flag}.csv"  # 2019 file names
-            (out / names[kind]).write_bytes(data.traces_csv(Traces(np.arange(1, m + 1), tids, arr)))
-        sets.append(dict(team=team, role=role, data=d, flag=flag, reftraces=names["ref"], orgtraces=names["org"]))
-        jobs.progress(job, 0.95 * (n + 1) / total, f"team {team:03d} data{d:02d} {flag} ({role})")
-    return dict(generator="city", generator_version="tracecup-city-1", seed=seed, sets=sets)
+    tr = _city(contest).simulate(m, axis.ref_days + axis.org_days, time_axis=axis,
+                                 seed=int(np.random.SeedSequence([seed, team, challenge]).generate_state(1)[0]))
+    S = axis.slots_per_day
+    names = {}
+    for kind, tids, arr in (("ref", axis.ref_time_ids(), tr.regions[:, :S * axis.ref_days]),
+                            ("org", axis.org_time_ids(), tr.regions[:, S * axis.ref_days:])):
+        names[f"{kind}traces"] = set_name(kind, team, challenge, flag)  # 2019 file names
+        (out / names[f"{kind}traces"]).write_bytes(data.traces_csv(Traces(np.arange(1, m + 1), tids, arr)))
+    return names
+
+
+def prepare_round(round_: Round, *, job=None) -> list[tuple[int, int]]:
+    """Train (or load) the round's model and store it with the round's info files and manifest (once);
+    return the (team, challenge) of every data set still to generate."""
+    n_teams = len(_approved_teams(round_))
+    done = set(Dataset.objects.filter(round=round_).values_list("number", "challenge"))
+    missing = [(team, d) for team, _role, d, _flag in round_sets(n_teams) if (team, d) not in done]
+    if not missing and round_.info_region_id:
+        return []
+    model = train_round_model(round_, job)
+    manifest, axis = _plan(round_, model, n_teams)
+    with transaction.atomic():
+        locked = Round.objects.select_for_update().get(pk=round_.pk)
+        if locked.info_region_id is None:
+            with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
+                out = Path(tmp)
+                round_.contest.grid().write_info_region(out / "info_region.csv")
+                axis.write_info_time(out / "info_time.csv")
+                info_region = storage.store_bytes((out / "info_region.csv").read_bytes(), "info_region.csv")
+                info_time = storage.store_bytes((out / "info_time.csv").read_bytes(), "info_time.csv")
+            manifest["files"] = {f.name: dict(sha256=f.sha256, size=f.size) for f in (info_region, info_time)}
+            Round.objects.filter(pk=round_.pk).update(info_region=info_region, info_time=info_time,
+                                                      manifest=json.loads(json.dumps(manifest, default=str)))
+    return missing
+
+
+def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) -> Dataset:
+    """Generate and store data set (``team``, ``challenge``) of a prepared round (idempotent); record its
+    files' SHA-256 and the synthesizer's report in the round's manifest."""
+    existing = Dataset.objects.filter(round=round_, number=team, challenge=challenge).first()
+    if existing is not None:
+        return existing
+    teams = _approved_teams(round_)
+    n_teams = len(teams)
+    role = next(r for t, r, d, _f in round_sets(n_teams) if (t, d) == (team, challenge))
+    kind = ROLE_KINDS[role]
+    contest = round_.contest
+    with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
+        out = Path(tmp)
+        names = write_set_files(round_, team, challenge, out, model=model)
+        generator = f"{round_.manifest.get('generator', contest.synthesizer)} " \
+                    f"{round_.manifest.get('generator_version', '')}".strip()
+        try:
+            with transaction.atomic():
+                ref = storage.store_bytes((out / names["reftraces"]).read_bytes(), names["reftraces"])
+                org = storage.store_bytes((out / names["orgtraces"]).read_bytes(), names["orgtraces"])
+                ds = Dataset.objects.create(round=round_, kind=kind, number=team, challenge=challenge,
+                                            team=teams.get(team) if kind == Dataset.TEAM else None,
+                                            reference=ref, original=org, seed=_round_seed(round_),
+                                            generator=generator)
+                locked = Round.objects.select_for_update().get(pk=round_.pk)
+                manifest = locked.manifest
+                for entry in manifest.get("sets", []):
+                    if (int(entry["team"]), int(entry["data"])) == (team, challenge):
+                        entry.update(json.loads(json.dumps(names, default=str)))
+                files = manifest.setdefault("files", {})
+                for stored in (ref, org):
+                    files[stored.name] = dict(sha256=stored.sha256, size=stored.size)
+                Round.objects.filter(pk=round_.pk).update(manifest=manifest)
+                round_.manifest = manifest
+        except IntegrityError:  # created concurrently by a duplicate delivery
+            return Dataset.objects.get(round=round_, number=team, challenge=challenge)
+    if kind == Dataset.TEAM:
+        original = data.traces(ds.original, contest.grid())
+        figures.store_dataset_population(ds, original)  # the team's map page shows O's population from the start
+        analyses.dataset_baselines(ds, original=original)  # SPEC 13's baselines, read by the results job
+    return ds
+
+
+def finish_round(round_: Round, *, user=None) -> bool:
+    """Mark the round ready once its last data set is stored (exactly once, under the round's lock), record
+    the SHA-256 of every file and queue the round's figures. Returns whether this call made it ready."""
+    expected = len(round_sets(len(_approved_teams(round_))))
+    with transaction.atomic():
+        locked = Round.objects.select_for_update().get(pk=round_.pk)
+        datasets = list(Dataset.objects.filter(round=round_).select_related("reference", "original"))
+        if locked.generated_at is not None or len(datasets) < expected:
+            return False
+        now = timezone.now()
+        Round.objects.filter(pk=round_.pk).update(generated_at=now)
+        round_.generated_at = now
+        generator = datasets[0].generator if datasets else ""
+        audit.record("generate_round", contest=round_.contest, actor=user, obj=round_, round=round_.number,
+                     datasets=len(datasets), generator=generator,
+                     sha256={d.label: [d.reference.sha256, d.original.sha256] for d in datasets})
+        # The round's data-only figures (fairness, sample anonymizers) are computed now, once, while the
+        # teams anonymize; the results snapshots read them (contest.services.round_figures).
+        round_figures.request(round_, user=user)
+    return True
 
 
 def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
-    """Generate and store every dataset of ``round_`` (idempotent)."""
-    contest = round_.contest
-    teams = {t.number: t for t in Team.objects.filter(contest=contest, approved=True)}
-    n_teams = len(teams)
-    if n_teams == 0:
-        raise ValueError("the contest has no approved teams to generate data for")
-    if sorted(teams) != list(range(1, n_teams + 1)):
-        raise ValueError(f"team numbers must be 1..{n_teams} for data generation, got {sorted(teams)}")
-    expected = (n_teams + 3) * 2
-    if Dataset.objects.filter(round=round_).count() >= expected:
-        return list(Dataset.objects.filter(round=round_))
-    with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
-        out = Path(tmp)
-        manifest = _generate_files(round_, out, n_teams, job)
-        generator = f"{manifest.get('generator', contest.synthesizer)} {manifest.get('generator_version', '')}".strip()
-        with transaction.atomic():
-            locked = Round.objects.select_for_update().get(pk=round_.pk)
-            if locked.info_region_id is None:
-                Round.objects.filter(pk=round_.pk).update(
-                    info_region=storage.store_bytes((out / "info_region.csv").read_bytes(), "info_region.csv"),
-                    info_time=storage.store_bytes((out / "info_time.csv").read_bytes(), "info_time.csv"),
-                    manifest=json.loads(json.dumps(manifest, default=str)), generated_at=timezone.now())
-        for s in manifest["sets"]:
-            number, d = int(s["team"]), int(s["data"])
-            if Dataset.objects.filter(round=round_, number=number, challenge=d).exists():
-                continue
-            kind = {"team": Dataset.TEAM, "benchmark": Dataset.BENCHMARK, "sample": Dataset.SAMPLE}[s["role"]]
-            try:
-                with transaction.atomic():
-                    ref = storage.store_bytes((out / s["reftraces"]).read_bytes(), s["reftraces"])
-                    org = storage.store_bytes((out / s["orgtraces"]).read_bytes(), s["orgtraces"])
-                    ds = Dataset.objects.create(round=round_, kind=kind, number=number, challenge=d,
-                                                team=teams.get(number) if kind == Dataset.TEAM else None,
-                                                reference=ref, original=org, seed=int(manifest.get("seed", 0)),
-                                                generator=generator)
-                    if kind == Dataset.TEAM:  # the team's map page shows O's population from the start
-                        figures.store_dataset_population(ds)
-            except IntegrityError:
-                pass  # created concurrently by a duplicate delivery
-    datasets = list(Dataset.objects.filter(round=round_))
-    audit.record("generate_round", contest=contest, actor=user, obj=round_, round=round_.number,
-                 datasets=len(datasets), generator=generator,
-                 sha256={d.label: [d.reference.sha256, d.original.sha256] for d in datasets})
-    return datasets
+    """Generate and store every dataset of ``round_`` in this process (idempotent): the demo, the commands
+    and tests; the platform's jobs do the same work fanned out (:func:`generate_round_job`)."""
+    missing = prepare_round(round_, job=job)
+    round_.refresh_from_db()
+    model = train_round_model(round_) if missing else None
+    for n, (team, challenge) in enumerate(missing):
+        generate_dataset(round_, team, challenge, model=model)
+        jobs.progress(job, (n + 1) / len(missing), f"data set {n + 1} of {len(missing)}")
+    finish_round(round_, user=user)
+    return list(Dataset.objects.filter(round=round_))
 
 
 def synthesizer_summary(manifest: dict) -> dict | None:
@@ -203,12 +325,28 @@ def synthesizer_summary(manifest: dict) -> dict | None:
 
 @jobs.handles("generate_round")
 def generate_round_job(job, round_id: int) -> str:
-    round_ = Round.objects.select_related("contest").get(pk=round_id)
-    datasets = generate_round_data(round_, user=job.created_by, job=job)
-    # The round's data-only figures (fairness, sample anonymizers) are computed now, once, while the
-    # teams anonymize; the results snapshots read them (contest.services.round_figures).
-    round_figures.request(round_, user=job.created_by)
-    return f"{len(datasets)} datasets for {round_.name}"
+    """Train the round's model, then queue one ``generate_dataset`` job per missing data set."""
+    round_ = Round.objects.select_related("contest", "model_file").get(pk=round_id)
+    missing = prepare_round(round_, job=job)
+    with transaction.atomic():
+        for team, challenge in missing:
+            jobs.create_job("generate_dataset", contest=round_.contest, user=job.created_by, round_id=round_.pk,
+                            team=team, challenge=challenge)
+    if not missing:
+        finish_round(round_, user=job.created_by)
+    expected = len(round_sets(len(_approved_teams(round_))))
+    return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
+
+
+@jobs.handles("generate_dataset")
+def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
+    """One data set of a round; the job that stores the round's last set marks the round ready."""
+    round_ = Round.objects.select_related("contest", "model_file").get(pk=round_id)
+    ds = generate_dataset(round_, team, challenge)
+    ready = finish_round(round_, user=job.created_by)
+    done = Dataset.objects.filter(round=round_).count()
+    expected = len(round_sets(len(_approved_teams(round_))))
+    return f"{ds.label} of {round_.name} ({done} of {expected} data sets){'; the round is ready' if ready else ''}"
 
 
 def request_generation(round_: Round, *, user=None):

@@ -37,16 +37,19 @@ log = logging.getLogger(__name__)
 
 #: Every job kind. The handler of each is registered by its service with :func:`handles`.
 KINDS = (
-    "generate_round",       # contest.services.generation: synthesize a round's data
+    "generate_round",       # contest.services.generation: train a round's model, queue its data sets
+    "generate_dataset",     # contest.services.generation: one data set of a round (team x challenge)
     "score_anonymized",     # contest.services.uploads: validate an anonymized set and compute s_U
     "score_attack",         # contest.services.uploads: validate and score an etable/etraces
-    "close_anonymization",  # contest.services.judge: freeze final sets, pseudonymize them
+    "close_anonymization",  # contest.services.judge: close the phase, freeze final sets, queue a job per set
+    "close_set",            # contest.services.judge: pseudonymize one set, then the judge attacks on it
     "judge_attacks",        # contest.services.judge: the judge's attacks on one public set
     "compute_results",      # contest.services.results: the results snapshot (and publish)
     "rescore",              # contest.services.results: one re-scoring job per scored object
     "privacy_preview",      # contest.services.previews: the team's private preview of a valid set
     "email_announcement",   # contest.services.announcements: an announcement by e-mail to every member
     "round_figures",        # contest.services.round_figures: fairness / sample anonymizers of a round's data
+    "set_analyses",         # contest.services.analyses: SPEC 13 utility figures of one final set, at close
     "build_bundle",         # contest.services.bundles: a round's attack material or the export, as a zip on disk
 )
 

@@ -8,10 +8,11 @@ current result.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
-from contest.services import audit, bundles, data, jobs, results, storage
+from contest.services import analyses, audit, bundles, data, jobs, results, storage
 from contest.services.uploads import lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
@@ -38,15 +39,19 @@ def final_choice(dataset: Dataset) -> AnonymizedSet | None:
             or scored.order_by("-seq").first())
 
 
-def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet]:
-    """Freeze each team's final set, pseudonymize the valid ones and the benchmark.
+def public_datasets(round_: Round):
+    """The round's data sets that get a public set at the close: the benchmark, and every team set whose
+    frozen final upload is valid (an unsubmitted or invalid set scores 0 and is not attacked)."""
+    return (Dataset.objects.filter(round=round_)
+            .filter(Q(kind=Dataset.BENCHMARK) | Q(kind=Dataset.TEAM, anonymized_sets__final=True,
+                                                  anonymized_sets__status=AnonymizedSet.VALID))
+            .distinct().select_related("round__contest", "original", "team").order_by("number", "challenge"))
 
-    Returns the round's public sets. Judge attacks are queued by the job
-    wrapper (:func:`close_anonymization_job`).
-    """
 
+def freeze_round(round_: Round, *, user=None) -> list[Dataset]:
+    """Close the round's anonymization phase and freeze each team's final set; return the data sets to
+    pseudonymize (:func:`public_datasets`)."""
     contest = round_.contest
-    grid = contest.grid()
     # Close first, under the phase row's lock: uploads in flight (they share-lock it) finish before,
     # and no upload is stored after (they find the phase closed). Then every upload is known.
     with transaction.atomic():
@@ -59,58 +64,103 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
     # Uploads received before the close but not yet scored are scored now.
     for aset in AnonymizedSet.objects.filter(dataset__round=round_, status=AnonymizedSet.PENDING):
         score_anonymized_set(aset)
-    datasets = list(Dataset.objects.filter(round=round_, kind__in=(Dataset.TEAM, Dataset.BENCHMARK))
-                    .select_related("original", "team"))
     with transaction.atomic():
-        for ds in datasets:
-            if ds.kind != Dataset.TEAM or AnonymizedSet.objects.filter(dataset=ds, final=True).exists():
+        for ds in Dataset.objects.filter(round=round_, kind=Dataset.TEAM):
+            if AnonymizedSet.objects.filter(dataset=ds, final=True).exists():
                 continue
             chosen = final_choice(ds)
             if chosen is not None:
                 AnonymizedSet.objects.filter(pk=chosen.pk).update(final=True)
+    return list(public_datasets(round_))
+
+
+def pseudonymize_dataset(ds: Dataset, *, user=None) -> PublicSet | None:
+    """Pseudonymize ``ds``'s frozen final set (the benchmark: its O) once; its public set, or None for a set
+    that gets none."""
+    existing = PublicSet.objects.filter(dataset=ds).first()
+    if existing is not None:
+        return existing
+    round_ = ds.round
+    grid = round_.contest.grid()
+    truth = data.traces(ds.original, grid)
+    if ds.kind == Dataset.BENCHMARK:
+        aset, anon = None, AnonymizedTraces.from_traces(truth, grid.M)
+    else:
+        aset = AnonymizedSet.objects.filter(dataset=ds, final=True).select_related("file").first()
+        if ds.kind != Dataset.TEAM or aset is None or aset.status != AnonymizedSet.VALID:
+            return None  # unsubmitted or invalid: scores 0, not attacked
+        anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
+    pseud = pseudonymize(anon)  # cryptographically secure permutation (SPEC 6)
+    stem = f"{ds.label}_{round_.number:03d}"
+    try:
+        with transaction.atomic():
+            pub = storage.store_bytes(data.pubtraces_csv(pseud.pubtraces), f"pubtraces_{stem}.csv")
+            # The stored ID table is exactly the bytes committed to (after the nonce line).
+            ptab = storage.store_bytes(pseud.ptable_bytes(), f"ptable_{stem}.csv")
+            ps = PublicSet.objects.create(dataset=ds, anonymized_set=aset, pubtraces=pub, ptable=ptab,
+                                          commitment=pseud.commitment, commitment_nonce=pseud.nonce)
+            audit.record("pseudonymize", contest=round_.contest, actor=user, obj=ps, dataset=ds.label,
+                         commitment=pseud.commitment)
+    except IntegrityError:  # another worker pseudonymized it first; its result stands
+        return PublicSet.objects.get(dataset=ds)
+    return ps
+
+
+def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet]:
+    """Freeze each team's final set, pseudonymize the valid ones and the benchmark, in this process.
+
+    Returns the round's public sets. The platform's job does the same fanned out
+    (:func:`close_anonymization_job`); tests and the demo call this.
+    """
+    datasets = freeze_round(round_, user=user)
     for i, ds in enumerate(datasets):
         jobs.progress(job, i / max(len(datasets), 1), f"pseudonymizing {ds.label}")
-        if PublicSet.objects.filter(dataset=ds).exists():
-            continue
-        truth = data.traces(ds.original, grid)
-        if ds.kind == Dataset.BENCHMARK:
-            aset, anon = None, AnonymizedTraces.from_traces(truth, grid.M)
-        else:
-            aset = AnonymizedSet.objects.filter(dataset=ds, final=True).first()
-            if aset is None or aset.status != AnonymizedSet.VALID:
-                continue  # unsubmitted or invalid: scores 0, not attacked
-            anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
-        pseud = pseudonymize(anon)  # cryptographically secure permutation (SPEC 6)
-        stem = f"{ds.label}_{round_.number:03d}"
-        try:
-            with transaction.atomic():
-                pub = storage.store_bytes(data.pubtraces_csv(pseud.pubtraces), f"pubtraces_{stem}.csv")
-                # The stored ID table is exactly the bytes committed to (after the nonce line).
-                ptab = storage.store_bytes(pseud.ptable_bytes(), f"ptable_{stem}.csv")
-                ps = PublicSet.objects.create(dataset=ds, anonymized_set=aset, pubtraces=pub, ptable=ptab,
-                                              commitment=pseud.commitment, commitment_nonce=pseud.nonce)
-                audit.record("pseudonymize", contest=contest, actor=user, obj=ps, dataset=ds.label,
-                             commitment=pseud.commitment)
-        except IntegrityError:
-            pass  # another worker pseudonymized it first; its result stands
+        pseudonymize_dataset(ds, user=user)
     return list(PublicSet.objects.filter(dataset__round=round_))
+
+
+def request_attack_material(round_: Round, *, user=None):
+    """Queue the round's attack material zip once every set to publish is pseudonymized (called by each set's
+    job; the last one queues it, :func:`bundles.request_build` queues it once)."""
+    wanted = public_datasets(round_).count()
+    public = PublicSet.objects.filter(dataset__round=round_).count()
+    if public and public >= wanted:
+        return bundles.request_build(bundles.attack_material_plan(round_), user=user)
+    return None
 
 
 @jobs.handles("close_anonymization")
 def close_anonymization_job(job, round_id: int) -> str:
+    """Close the phase and freeze the final sets, then fan out: one ``close_set`` job per set to publish
+    (pseudonymize, then the judge's attacks) and one ``set_analyses`` job per final valid set."""
     round_ = Round.objects.select_related("contest").get(pk=round_id)
-    sets = close_anonymization(round_, user=job.created_by, job=job)
     contest = round_.contest
+    datasets = freeze_round(round_, user=job.created_by)
     queued = 0
-    if contest.judge_attacks_enabled:
-        with transaction.atomic():
-            for ps in sets:
-                if pending_judge_attacks(ps):
-                    jobs.create_job("judge_attacks", contest=contest, public_set_id=ps.pk)
-                    queued += 1
-    if sets:  # the teams' attack material, built once now rather than per download
-        bundles.request_build(bundles.attack_material_plan(round_), user=job.created_by)
-    return f"{len(sets)} public sets; judge attacks queued on {queued}; attack material queued"
+    with transaction.atomic():
+        for ds in datasets:
+            ps = PublicSet.objects.filter(dataset=ds).first()
+            if ps is None or (contest.judge_attacks_enabled and pending_judge_attacks(ps)):
+                jobs.create_job("close_set", contest=contest, user=job.created_by, dataset_id=ds.pk)
+                queued += 1
+    # The final sets' utility figures (SPEC 13), one job per set, so the results job only reads them.
+    analysed = len(analyses.request_set_analyses(round_, user=job.created_by))
+    if not queued:  # a re-run with nothing left to do: the material, if it is missing
+        request_attack_material(round_, user=job.created_by)
+    return f"{len(datasets)} sets to publish: {queued} set jobs queued; analyses queued on {analysed}"
+
+
+@jobs.handles("close_set")
+def close_set_job(job, dataset_id: int) -> str:
+    """One set at the phase close: pseudonymize it, queue the attack material if it was the last, then run
+    the judge's attacks on it."""
+    ds = Dataset.objects.select_related("round__contest", "original", "team").get(pk=dataset_id)
+    ps = pseudonymize_dataset(ds, user=job.created_by)
+    if ps is None:
+        return f"{ds.label}: no public set (no valid final upload)"
+    request_attack_material(ds.round, user=job.created_by)
+    done = run_judge_attacks(ps, job=job) if ds.round.contest.judge_attacks_enabled else []
+    return f"{ds.label} pseudonymized; {len(done)} judge attacks run"
 
 
 def pending_judge_attacks(ps: PublicSet) -> list[str]:

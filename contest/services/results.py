@@ -209,13 +209,19 @@ def results_dict(contest: Contest) -> dict:
     return data
 
 
-def snapshot(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:
+def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
+             recompute: bool = False) -> ResultsSnapshot:
     """Compute and store the results and their awards (unpublished), over the rounds played up to
-    ``through_round`` (None: every round played so far); ``standing`` says which and whether final."""
+    ``through_round`` (None: every round played so far); ``standing`` says which and whether final.
+
+    The figures of single sets and rounds (SPEC 13 analyses, fairness, Fig. 8) are combined from what
+    their jobs stored; ``recompute`` computes every one of them again here instead (the same snapshot,
+    slower: ``tests/contest/test_results_combine.py``)."""
     rounds = included_rounds(contest, through_round)
     res, payload = _payload(contest, rounds)
-    payload["analyses"] = analyses.for_snapshot(contest)  # SPEC 13 utility and fairness figures
-    payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(contest)  # paper Fig. 8
+    payload["analyses"] = analyses.for_snapshot(contest, recompute=recompute)  # SPEC 13 utility and fairness
+    payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(
+        contest, recompute=recompute)  # paper Fig. 8
     payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}

@@ -12,12 +12,15 @@ generated data and the contest's judge settings:
 At the 2019 size they are about a thousand attack runs, minutes of work. They
 used to be recomputed by every results snapshot (twice per round: at the attack
 phase's close and at publishing). Now a ``round_figures`` job per part (one
-per challenge's fairness, one for the sample anonymizers, so the judge's
-workers share them) runs once, queued when the round's data is generated, and
+per team data set's fairness, i.e. per team and challenge, and one for the
+sample anonymizers, so the judge's workers share them: issue 23) runs once,
+queued when the round's data is generated, and
 stores a :class:`~contest.models.RoundFigures` row with the SHA-256 of its
 inputs (data files, seed, judge attacks and scoring parameters). A snapshot
 reads the stored part whose inputs still match, and computes (and stores) a
 part that is missing or stale, so a changed parameter never shows an old figure.
+A challenge's fairness rows (the SD over teams) are combined from its teams'
+parts when read.
 """
 from __future__ import annotations
 
@@ -43,22 +46,40 @@ FAIRNESS_ANONYMIZERS = (
 )
 
 SAMPLES = "sample_anonymizers"
-FAIRNESS = "fairness-{challenge}"
+FAIRNESS = "fairness-{challenge}-{team}"
+
+
+def fairness_parts(round_: Round) -> dict[int, dict[int, str]]:
+    """challenge -> team -> the fairness part of that team's data set of the challenge."""
+    out: dict[int, dict[int, str]] = {}
+    for challenge, team in (Dataset.objects.filter(round=round_, kind=Dataset.TEAM)
+                            .order_by("challenge", "number").values_list("challenge", "number")):
+        out.setdefault(challenge, {})[team] = FAIRNESS.format(challenge=challenge, team=team)
+    return out
+
+
+def _fairness_set(part: str) -> tuple[int, int]:
+    """(challenge, team) of a fairness part's name."""
+    _name, challenge, team = part.rsplit("-", 2)
+    return int(challenge), int(team)
 
 
 def parts(round_: Round) -> list[str]:
-    """The parts of ``round_``: one fairness part per challenge with team data, and the sample anonymizers."""
-    challenges = sorted(set(Dataset.objects.filter(round=round_, kind=Dataset.TEAM)
-                            .values_list("challenge", flat=True)))
-    return [FAIRNESS.format(challenge=c) for c in challenges] + [SAMPLES]
+    """The parts of ``round_``: one fairness part per team data set (team x challenge), and the sample
+    anonymizers."""
+    return [part for by_team in fairness_parts(round_).values() for part in by_team.values()] + [SAMPLES]
 
 
 def inputs_key(round_: Round, part: str) -> str:
     """SHA-256 of everything ``part`` depends on: the data files it reads, the contest's seed, judge
     attacks and scoring parameters, and the anonymizers it runs."""
     contest = round_.contest
-    kinds = (Dataset.SAMPLE,) if part == SAMPLES else (Dataset.TEAM,)
-    files = list(Dataset.objects.filter(round=round_, kind__in=kinds).order_by("kind", "number", "challenge")
+    if part == SAMPLES:
+        which = Dataset.objects.filter(round=round_, kind=Dataset.SAMPLE)
+    else:
+        challenge, team = _fairness_set(part)
+        which = Dataset.objects.filter(round=round_, kind=Dataset.TEAM, challenge=challenge, number=team)
+    files = list(which.order_by("kind", "number", "challenge")
                  .values_list("kind", "number", "challenge", "original__sha256", "reference__sha256"))
     settings = {"part": part, "files": files, "seed": contest.seed, "attacks": list(contest.judge_attacks),
                 "lambda_t": contest.lambda_t, "hospital_weight": contest.hospital_weight, "s_req": contest.s_req,
@@ -76,16 +97,15 @@ def compute(round_: Round, part: str):
         dataset = (Dataset.objects.filter(round=round_, kind=Dataset.SAMPLE)
                    .select_related("reference", "original", "round").order_by("number", "challenge").first())
         return None if dataset is None else evaluate_sample_anonymizers(contest, dataset)
-    challenge = int(part.rsplit("-", 1)[1])
-    return fairness_rows(round_, challenge)
+    challenge, team = _fairness_set(part)
+    dataset = (Dataset.objects.filter(round=round_, kind=Dataset.TEAM, challenge=challenge, number=team)
+               .select_related("round__contest", "original", "reference").get())
+    return evaluate_sample_anonymizers(contest, dataset, FAIRNESS_ANONYMIZERS)
 
 
-def fairness_rows(round_: Round, challenge: int, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
-    """Per fixed anonymizer: the SD over teams of s_I,min and s_T,min on challenge ``challenge``'s data."""
-    contest = round_.contest
-    datasets = list(Dataset.objects.filter(round=round_, kind=Dataset.TEAM, challenge=challenge)
-                    .select_related("round__contest", "original", "reference").order_by("number"))
-    per_team = {d.number: evaluate_sample_anonymizers(contest, d, configs) for d in datasets}
+def fairness_rows(challenge: int, per_team: dict, configs=FAIRNESS_ANONYMIZERS) -> list[dict]:
+    """Per fixed anonymizer: the SD over teams of s_I,min and s_T,min on challenge ``challenge``'s data,
+    from each team's part (team -> the rows of :func:`evaluate_sample_anonymizers` on its data set)."""
     out = []
     for i, (label, name, params) in enumerate(configs):
         s_i = {t: r[i]["s_i_min"] for t, r in per_team.items()}
@@ -98,11 +118,12 @@ def fairness_rows(round_: Round, challenge: int, configs=FAIRNESS_ANONYMIZERS) -
     return out
 
 
-def get_or_compute(round_: Round, part: str):
-    """The stored figure ``part`` if its inputs still match, else computed now and stored."""
+def get_or_compute(round_: Round, part: str, *, recompute: bool = False):
+    """The stored figure ``part`` if its inputs still match, else (or with ``recompute``) computed now and
+    stored."""
     key = inputs_key(round_, part)
     row = RoundFigures.objects.filter(round=round_, part=part).first()
-    if row is not None and row.inputs == key:
+    if row is not None and row.inputs == key and not recompute:
         return row.data
     value = compute(round_, part)
     try:
@@ -127,12 +148,15 @@ def request(round_: Round, *, user=None) -> list:
                 for part in parts(round_)]
 
 
-def fairness_for(round_: Round) -> list[dict]:
-    """Every challenge's fairness rows of ``round_`` (stored, or computed now)."""
-    return [row for part in parts(round_) if part != SAMPLES for row in get_or_compute(round_, part)]
+def fairness_for(round_: Round, *, recompute: bool = False) -> list[dict]:
+    """Every challenge's fairness rows of ``round_``, combined from its teams' parts (stored, or computed
+    now)."""
+    return [row for challenge, by_team in fairness_parts(round_).items()
+            for row in fairness_rows(challenge, {team: get_or_compute(round_, part, recompute=recompute)
+                                                 for team, part in by_team.items()})]
 
 
-def sample_anonymizers_for_snapshot(contest) -> dict:
+def sample_anonymizers_for_snapshot(contest, *, recompute: bool = False) -> dict:
     """``{"<round>": [row, ...]}`` of every round with a sample set, for the results snapshot.
 
     A failure is recorded, not raised (as for the analyses), so the results are never held back.
@@ -142,7 +166,7 @@ def sample_anonymizers_for_snapshot(contest) -> dict:
         for round_ in Round.objects.filter(contest=contest).select_related("contest").order_by("number"):
             if not Dataset.objects.filter(round=round_).exists():
                 continue
-            rows = get_or_compute(round_, SAMPLES)
+            rows = get_or_compute(round_, SAMPLES, recompute=recompute)
             if rows is not None:
                 out[str(round_.number)] = rows
     except Exception as exc:  # noqa: BLE001 - the snapshot must still be stored

@@ -120,6 +120,7 @@ class Stage:
     peak_mb_workers: float | None = None  # None: the workers' processes are not known (not started here)
     count: int = 0
     note: str = ""
+    jobs: int = 0  # the judge's jobs the stage waited for (a stage of one job cannot go faster with more workers)
 
     @property
     def judge(self) -> bool:
@@ -148,10 +149,12 @@ class Report:
 
     def table(self) -> str:
         """The stage table as printed by the command (and kept in the README for the full size)."""
-        lines = [f"{'round':>5} {'stage':<24} {'count':>6} {'wall s':>8} {'here MB':>8} {'workers MB':>10}  note"]
+        lines = [f"{'round':>5} {'stage':<24} {'count':>6} {'jobs':>5} {'wall s':>8} {'here MB':>8} "
+                 f"{'workers MB':>10}  note"]
         for s in self.stages:
             workers = "-" if s.peak_mb_workers is None else f"{s.peak_mb_workers:.0f}"
-            lines.append(f"{s.round:>5} {s.name:<24} {s.count:>6} {s.seconds:>8.1f} {s.peak_mb_here:>8.0f} "
+            jobs = f"{s.jobs}" if s.judge else "-"
+            lines.append(f"{s.round:>5} {s.name:<24} {s.count:>6} {jobs:>5} {s.seconds:>8.1f} {s.peak_mb_here:>8.0f} "
                          f"{workers:>10}  {s.note}")
         return "\n".join(lines)
 
@@ -233,7 +236,7 @@ class Simulation:
             with self.stage(rnd.number, "generation") as st:
                 before = self._job_ids()
                 generation.request_generation(rnd, user=self.organizer)
-                self.wait_for_jobs(contest, before, "generation")
+                st.jobs = self.wait_for_jobs(contest, before, "generation")
                 st.count = Dataset.objects.filter(round=rnd).count()
                 st.note = f"{st.count} data sets ({contest.synthesizer})"
         for rnd in rounds[:len(rounds) - self.plan.open_rounds]:
@@ -298,7 +301,7 @@ class Simulation:
                 for fname, content in files:
                     sent.append(uploads.submit_anonymized_set(user=members[ds.number], dataset=ds,
                                                               content=content, name=fname))
-            self.wait_for_jobs(contest, before, "upload scoring")
+            st.jobs = self.wait_for_jobs(contest, before, "upload scoring")
             statuses = dict(AnonymizedSet.objects.filter(pk__in=[a.pk for a in sent])
                             .values_list("pk", "status"))
             for ds, _files, _label in planned:  # each team's choice: its last valid set
@@ -313,7 +316,7 @@ class Simulation:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ANONYMIZATION), user=self.organizer)
             probe = self._probe_upload(rnd, members)  # a team uploads to a later round meanwhile
-            self.wait_for_jobs(contest, before, "close + judge attacks")
+            st.jobs = self.wait_for_jobs(contest, before, "close + judge attacks")
             public = PublicSet.objects.filter(dataset__round=rnd)
             st.count = public.count()
             st.note = (f"{st.count} public sets, "
@@ -363,7 +366,7 @@ class Simulation:
                 uploads.submit_attack(user=members[team], attacker=teams[team], target=ps, kind=kind,
                                       content=content, name=f"{kind}_{ps.dataset.label}_{name}.csv.gz")
             if planned_attacks:
-                self.wait_for_jobs(contest, before, "attack scoring")
+                st.jobs = self.wait_for_jobs(contest, before, "attack scoring")
             scored = Attack.objects.filter(target__dataset__round=rnd)
             st.count = scored.count()
             st.note = f"{scored.filter(status=Attack.VALID).count()} valid"
@@ -371,10 +374,10 @@ class Simulation:
         with self.stage(rnd.number, "results") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ATTACK), user=self.organizer)
-            self.wait_for_jobs(contest, before, "results (attack phase closed)")
+            st.jobs = self.wait_for_jobs(contest, before, "results (attack phase closed)")
             before = self._job_ids()
             results.request_results(contest, user=self.organizer, publish=True, through_round=rnd.number)
-            self.wait_for_jobs(contest, before, "results (published)")
+            st.jobs += self.wait_for_jobs(contest, before, "results (published)")
             snap = results.published_snapshot(contest)
             standing = snap.data["standing"]
             st.count = snap.awards.count()
@@ -404,10 +407,10 @@ class Simulation:
         last = Job.objects.order_by("-pk").values_list("pk", flat=True).first()
         return last or 0
 
-    def wait_for_jobs(self, contest: Contest, after_id: int, what: str) -> None:
+    def wait_for_jobs(self, contest: Contest, after_id: int, what: str) -> int:
         """Block until every job of ``contest`` created after job ``after_id`` (and the jobs those
-        create) has finished; a progress bar counts them. Raises :class:`SimulationError` on a
-        failed job or after the timeout."""
+        create) has finished; a progress bar counts them. Returns how many there were. Raises
+        :class:`SimulationError` on a failed job or after the timeout."""
         deadline = time.monotonic() + self.timeout
         bar, shown = None, 0
         while True:
@@ -429,7 +432,7 @@ class Simulation:
             if counts["total"] and not counts["open"]:
                 if bar is not None:
                     bar.close()
-                return
+                return counts["total"]
             if time.monotonic() > deadline:
                 raise SimulationError(f"{what}: {counts['open']} job(s) unfinished after {self.timeout:.0f} s "
                                       "(are workers running on this database and broker?)")

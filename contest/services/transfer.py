@@ -23,7 +23,7 @@ from django.db import models, transaction
 from django.utils.dateparse import parse_datetime
 
 from contest import models as m
-from contest.services import audit, bundles
+from contest.services import audit, bundles, storage
 
 FORMAT = "tracecup-contest-export"
 VERSION = 1
@@ -148,7 +148,7 @@ def import_contest(source, *, slug: str | None = None, actor=None) -> m.Contest:
             if hashlib.sha256(content).hexdigest() != row["sha256"]:
                 raise ValueError(f"file {row['name']} does not match its SHA-256")
             kwargs = build(m.StoredFile, row)
-            blob = zlib.compress(content, 6)
+            blob = zlib.compress(content, storage.BLOB_LEVEL)
             new[m.StoredFile][i] = m.StoredFile.objects.create(blob=blob, compressed_size=len(blob), **kwargs)
     crow = dict(doc["contest"])
     if slug:

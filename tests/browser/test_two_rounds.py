@@ -50,7 +50,7 @@ def generate(org, base, contest, round_name):
     org.goto(f"{base}/console/{contest.slug}/")
     round_card(org, round_name).get_by_role("button", name=re.compile("Start data generation")).click()
     org.wait_for_url(re.compile(r"/jobs/\d+/$"))
-    wait_for_jobs(contest, kinds=["generate_round"], timeout=240)
+    wait_for_jobs(contest, kinds=["generate_round", "generate_dataset"], timeout=240)
 
 
 def teams_upload(rnd):

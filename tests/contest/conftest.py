@@ -70,24 +70,24 @@ def generated(make_contest, monkeypatch, tmp_path_factory):
     import shutil
 
     from contest.services import generation
-    real = generation._generate_files
+    real = generation.write_set_files
 
-    def replay(round_, out, n_teams, job=None):
+    def replay(round_, team, challenge, out, model=None):
         c = round_.contest
-        key = (c.synthesizer, c.users_per_set, c.seed, round_.number, round_.ref_days, round_.org_days, n_teams)
+        key = (c.synthesizer, c.users_per_set, c.seed, round_.number, round_.ref_days, round_.org_days, team, challenge)
         if key not in _GENERATED:
             cache = tmp_path_factory.mktemp("generated")
-            _GENERATED[key] = (cache, real(round_, cache, n_teams, job))
-        cache, manifest = _GENERATED[key]
+            _GENERATED[key] = (cache, real(round_, team, challenge, cache, model=model))
+        cache, names = _GENERATED[key]
         for f in cache.iterdir():
             shutil.copy(f, out / f.name)
-        return manifest
+        return names
 
-    monkeypatch.setattr(generation, "_generate_files", replay)
+    monkeypatch.setattr(generation, "write_set_files", replay)
     contest = make_contest()
     rnd = contest.rounds.get()
     generation.generate_round_data(rnd)
-    monkeypatch.setattr(generation, "_generate_files", real)
+    monkeypatch.setattr(generation, "write_set_files", real)
     return contest
 
 

@@ -72,7 +72,7 @@ def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):
 
 
 def test_a_failing_analysis_does_not_hold_back_the_results(closed_small, monkeypatch):
-    def broken(contest):
+    def broken(contest, **options):
         raise RuntimeError("disk gone")
     monkeypatch.setattr(analyses, "contest_analyses", broken)
     snap = results.snapshot(closed_small)

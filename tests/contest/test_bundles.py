@@ -20,6 +20,7 @@ from django.db import connection
 from contest.models import Bundle, Job, PublicSet, Team
 from contest.services import bundles, storage, uploads
 from tests.contest.conftest import upload_all_and_close, user
+from tests.worker import worker_env  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -144,3 +145,34 @@ def test_docker_compose_shares_the_bundle_folder_between_web_and_the_results_wor
     for name in builders + ["web"]:
         mounts = compose["services"][name].get("volumes") or []
         assert any(m.split(":")[1] == folder and m.split(":")[0] in compose["volumes"] for m in mounts), name
+
+
+def test_a_worker_says_at_start_when_its_bundle_folder_is_not_the_shared_one(tmp_path, settings, make_contest):
+    from contest.tasks import check_bundle_folder
+    settings.TRACECUP_BUNDLE_DIR = str(tmp_path / "bundles")
+    assert bundles.bundle_dir_problems() == [] and check_bundle_folder() == []   # a fresh, writable folder
+    contest = make_contest(slug="shared")
+    Bundle.objects.create(contest=contest, kind=Bundle.EXPORT, inputs="0" * 64, file_name="everything_shared_1.zip",
+                          sha256="0" * 64, size=1, files=1)
+    problems = check_bundle_folder()        # the zip the database knows was written on another machine
+    assert len(problems) == 1 and "holds 0 of the 1 bundles" in problems[0] and "everything_shared_1.zip" in problems[0]
+    (tmp_path / "bundles" / "everything_shared_1.zip").write_bytes(b"zip")
+    assert check_bundle_folder() == []
+    (tmp_path / "not-a-folder").write_text("a file where the folder should be")
+    settings.TRACECUP_BUNDLE_DIR = str(tmp_path / "not-a-folder" / "bundles")
+    problems = check_bundle_folder()
+    assert len(problems) == 1 and "cannot be written here" in problems[0]
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_with_an_unwritable_bundle_folder_says_so_in_its_log(worker_env, tmp_path):
+    import time
+    (tmp_path / "a-file").write_text("a file where the shared folder should be mounted")
+    worker_env.env["TRACECUP_BUNDLE_DIR"] = str(tmp_path / "a-file" / "bundles")
+    worker_env.start(concurrency=1, queues="results")
+    deadline = time.time() + 30
+    while "bundle folder:" not in worker_env.log_path.read_text() and time.time() < deadline:
+        time.sleep(0.3)
+    log = worker_env.log_path.read_text()
+    assert "bundle folder: TRACECUP_BUNDLE_DIR=" in log and "cannot be written here" in log, log[-2000:]

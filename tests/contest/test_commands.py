@@ -149,3 +149,15 @@ def test_importing_the_settings_makes_no_folder_and_the_app_makes_them(tmp_path)
     r = _run(["manage.py", "check"], {"TRACECUP_VAR_DIR": str(var), "CELERY_BROKER_URL": ""})
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (var / "broker").iterdir()) == ["control", "processed", "queue"]
+
+
+def test_docker_compose_shares_one_cache_between_web_processes():
+    """Every process of the stack gets the same CACHE_URL on the compose Redis (issue 23): a saved row bumps
+    the pages' version in the one cache, so every web process's cached pages are outdated at once."""
+    import environ
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    url = compose["x-app-env"]["CACHE_URL"]
+    assert url.startswith("redis://redis:6379/") and url != compose["x-app-env"]["CELERY_BROKER_URL"]
+    assert environ.Env.cache_url_config(url)["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    for name in ("web", "worker", "worker-teams", "beat"):
+        assert compose["services"][name]["environment"]["CACHE_URL"] == url, name

@@ -21,7 +21,7 @@ def test_execute_runs_once_and_records_progress(generated):
     job = jobs.create_job("generate_round", contest=generated, dispatch=False, round_id=rnd.pk)
     assert jobs.execute(job.pk) == Job.SUCCEEDED
     job.refresh_from_db()
-    assert job.progress == 1.0 and job.attempts == 1 and job.finished_at and "12 datasets" in job.message
+    assert job.progress == 1.0 and job.attempts == 1 and job.finished_at and "0 of 12 data sets queued" in job.message
     assert jobs.execute(job.pk) == Job.SUCCEEDED  # a duplicate delivery does nothing
     job.refresh_from_db()
     assert job.attempts == 1

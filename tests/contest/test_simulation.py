@@ -39,9 +39,15 @@ def assert_played(report, plan: Plan) -> None:
         contest.judge_attacks)
     attacks = Attack.objects.filter(target__dataset__round__contest=contest)
     assert attacks.exists() and not attacks.exclude(status=Attack.VALID).exists()
-    # the round's data-only figures (fairness per challenge, sample anonymizers) computed once, by jobs
-    assert RoundFigures.objects.filter(round__contest=contest).count() == 3 * plan.rounds
-    assert Job.objects.filter(contest=contest, kind="round_figures").count() == 3 * plan.rounds
+    # the round's data-only figures (fairness per team data set, sample anonymizers) computed once, by jobs
+    parts = (plan.teams * 2 + 1) * plan.rounds
+    assert RoundFigures.objects.filter(round__contest=contest).count() == parts
+    assert Job.objects.filter(contest=contest, kind="round_figures").count() == parts
+    # every stage fans out per set (issue 23): generation, the close, the final sets' analyses
+    assert Job.objects.filter(contest=contest, kind="generate_dataset").count() == (plan.teams + 3) * 2 * plan.rounds
+    assert Job.objects.filter(contest=contest, kind="close_set").count() == public.count()
+    finals = AnonymizedSet.objects.filter(dataset__round__contest=contest, final=True, valid=True)
+    assert finals.exists() and not finals.filter(analyses__isnull=True).exists()
     snap = results.published_snapshot(contest)
     assert snap is not None and snap.data["standing"]["final"] == (played == plan.rounds)
     assert snap.data["standing"]["through_round"] == played
