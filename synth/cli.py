@@ -108,7 +108,8 @@ def _method_params(args) -> dict:
         return dict(periods=args.periods, clusters=args.clusters, partners=args.partners,
                     alt_fraction=args.alt_fraction)
     return dict(eps1=args.eps1, eps2=args.eps2, eps3=args.eps3, c=args.c, c_trans=args.c_trans,
-                mechanism=args.mechanism, successors=args.successors, min_meetings=args.min_meetings)
+                mechanism=args.mechanism, successors=args.successors, min_meetings=args.min_meetings,
+                min_users=args.min_users)
 
 
 def cmd_train(args) -> int:
@@ -143,6 +144,9 @@ def cmd_train(args) -> int:
           f"{time.perf_counter() - t0:.1f} s -> {args.out}")
     if args.method == "coloc":
         print(json.dumps(model.ledger(), indent=2))
+        # The exact figures go to the organizer's terminal only, never into the model or a manifest.
+        print("training statistics (exact, NOT differentially private): "
+              + json.dumps({k: v for k, v in model.training_stats.items() if k != "note"}), file=sys.stderr)
     return 0
 
 
@@ -242,7 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
     cd = coloc.TRAINING_DEFAULTS
     for name in ("eps1", "eps2", "eps3"):
         t.add_argument(f"--{name}", type=float, default=cd[name], help=f"coloc: privacy budget (default {cd[name]})")
-    t.add_argument("--c", type=int, default=cd["c"], help=f"coloc: co-locations per user (default {cd['c']})")
+    t.add_argument("--c", type=int, default=cd["c"],
+                   help=f"coloc: public instants at which co-locations are read, Q's sensitivity (default {cd['c']})")
+    t.add_argument("--min-users", type=int, default=cd["min_users"],
+                   help="coloc: public lower bound on the training users, p''s sensitivity 2/min_users "
+                        f"(default {cd['min_users']}; fewer users is an error)")
     t.add_argument("--c-trans", type=int, default=cd["c_trans"],
                    help=f"coloc: transitions per user (default {cd['c_trans']})")
     t.add_argument("--mechanism", choices=coloc.MECHANISMS, default=cd["mechanism"], help="coloc: noise on Q")

@@ -146,7 +146,8 @@ SCHEMAS = {
         training={"eps1": number_check(0, 1e6, open_lo=True), "eps2": number_check(0, 1e6, open_lo=True),
                   "eps3": number_check(0, 1e6, open_lo=True), "c": int_check(1, 10_000), "c_trans": int_check(1, 10_000),
                   "mechanism": choice_check(*coloc.MECHANISMS), "hierarchy": choice_check("blocks", "categories"),
-                  "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000)},
+                  "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000),
+                  "min_users": int_check(2, 100_000)},
         options={"theta": int_check(0, 10_000_000), "par_v": number_check(1, 1e6), "max_rounds": int_check(1, 100_000)}),
 }
 # The city's people without training rehearse a PPMTF+ contest: its parameters are checked as PPMTF+'s.
@@ -219,9 +220,14 @@ def train_contest_model(method: str, grid: Grid, axis: TimeAxis, *, seed: int, c
         return train_ppmtf(grid, axis, seed=seed, city_seed=city_seed, progress=progress, **params)
     p = {**CONTEST_TRAINING[method], **params}
     city = CityModel(grid, seed=int(city_seed))
-    training = city.simulate(int(p.pop("train_users")), int(p.pop("train_days")), time_axis=axis, seed=seed)
+    n_train = int(p.pop("train_users"))
+    training = city.simulate(n_train, int(p.pop("train_days")), time_axis=axis, seed=seed)
     if method == "coloc" and p.get("hierarchy") == "categories":
         p["hierarchy"] = [city_categories(city)]
+    if method == "coloc":
+        # The city's size is the contest's public parameter: p''s noise is calibrated on training sets of at
+        # least train_users - 1 users (every neighbour of the city by removal).
+        p.setdefault("min_users", max(2, n_train - 1))
     return train_model(method, training, grid, slots_per_day=axis.slots_per_day,
                        slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, seed=seed,
                        progress=progress, **p)
