@@ -236,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     sd = sglt.TRAINING_DEFAULTS
     t.add_argument("--periods", type=int, default=sd["periods"], help=f"sglt: time periods of the day "
                                                                         f"(default {sd['periods']})")
-    t.add_argument("--clusters", type=int, default=sd["clusters"],
-                   help=f"sglt: semantic classes kappa (default {sd['clusters']})")
+    t.add_argument("--clusters", type=lambda v: v if v == "auto" else int(v), default=sd["clusters"],
+                   help=f"sglt: semantic classes kappa, or auto to choose it (default {sd['clusters']})")
     t.add_argument("--partners", type=int, default=sd["partners"],
                    help=f"sglt: users each user is compared with (default {sd['partners']})")
     t.add_argument("--alt-fraction", type=float, default=sd["alt_fraction"],

@@ -136,7 +136,9 @@ SCHEMAS = {
                                                      "length)")},
         options=None),
     "sglt": dict(
-        training={"periods": int_check(1, 48), "clusters": int_check(1, 10_000), "partners": int_check(1, 10_000),
+        training={"periods": int_check(1, 48),
+                  "clusters": ((lambda v: v == "auto" or int_check(1, 10_000)[0](v)), "an integer in [1, 10000] or auto"),
+                  "partners": int_check(1, 10_000),
                   "alt_fraction": number_check(0, 0.9), "eps": number_check(0, 1e6, open_lo=True)},
         options={"par_c": number_check(0, 1), "par_l": number_check(0, 1), "par_m": number_check(0, 1),
                  "par_v": number_check(1, 1e6), "par_s": number_check(0, 1), "par_i": number_check(0, 1),

@@ -16,7 +16,11 @@ Training (:func:`train`, the paper's Fig. 2 up to the clustering):
    u visits and the regions v visits (regions outside both supports add 0).
 4. **Semantic clustering** (Fig. 2 SemanticClustering): the location semantic
    graph w_G(r, sigma_uv(r)) += sim_S(u, v) over user pairs, symmetrised; its
-   rows (normalised) are clustered by k-means into ``clusters`` classes.
+   rows (normalised) are clustered by k-means into kappa classes, kappa
+   chosen among a few candidates to maximise the mean weight within classes
+   over the mean weight between them (``clusters="auto"``, the paper's "we
+   choose the number of clusters such that it optimizes the clustering
+   objective"), or given.
    Regions never visited in training get no class.
 
 Generation (:class:`SGLTSynthesizer`, Fig. 2 GenerateFake, sec. 4.1-4.4): per
@@ -61,7 +65,10 @@ GENERATOR_VERSION = "tracecup-sglt-gen-1"
 GENERATION_DEFAULTS = dict(par_c=0.25, par_l=1.0, par_m=0.75, par_v=4.0, par_s=0.1, par_i=0.0, par_d=0.1,
                            k=2, max_tries=10, width=16, pd_candidates=50)
 #: Training parameters and their defaults.
-TRAINING_DEFAULTS = dict(periods=4, clusters=40, partners=30, alt_fraction=0.5, eps=0.01)
+TRAINING_DEFAULTS = dict(periods=4, clusters="auto", partners=30, alt_fraction=0.5, eps=0.01)
+#: kappa tried when ``clusters="auto"`` (the paper "chooses the number of clusters such that it
+#: optimizes the clustering objective"; its 30 users gave 20).
+KAPPA_CANDIDATES = (5, 10, 20, 40, 80)
 
 
 # ---------------------------------------------------------------------------
@@ -273,10 +280,44 @@ def cluster_locations(G: np.ndarray, visited: np.ndarray, clusters: int, seed: i
     return out
 
 
-def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int = 4, clusters: int = 40,
+def clustering_quality(G: np.ndarray, visited: np.ndarray, classes: np.ndarray) -> float:
+    """Mean semantic-graph weight between regions of the same class over the mean weight between regions of
+    different classes (the visited regions only; higher = tighter classes). inf with a single class."""
+    idx = np.flatnonzero(visited)
+    X = G[np.ix_(idx, idx)]
+    lab = classes[idx]
+    same = lab[:, None] == lab[None, :]
+    np.fill_diagonal(same, False)
+    other = lab[:, None] != lab[None, :]
+    if not other.any():
+        return float("inf")
+    return float(X[same].mean() / max(X[other].mean(), 1e-300)) if same.any() else 0.0
+
+
+def choose_kappa(G: np.ndarray, visited: np.ndarray, seed: int,
+                 candidates=KAPPA_CANDIDATES) -> tuple[int, np.ndarray, dict]:
+    """(kappa, classes, {str(kappa): quality}): the candidate whose k-means classes maximise
+    :func:`clustering_quality` (the paper's choice of kappa, sec. 4.1 and 5.2)."""
+    n = int(visited.sum())
+    tried = {}
+    best = None
+    for k in sorted({min(int(c), n) for c in candidates if c >= 2} or {1}):
+        classes = cluster_locations(G, visited, k, seed)
+        q = clustering_quality(G, visited, classes)
+        tried[str(k)] = round(q, 6)                         # str keys: the model meta is JSON
+        if best is None or q > best[0]:
+            best = (q, k, classes)
+    return best[1], best[2], tried
+
+
+def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int = 4, clusters: int | str = "auto",
           partners: int = 30, alt_fraction: float = 0.5, eps: float = 0.01, slot_start_minute: float = 480.0,
           slot_minutes: float | None = None, seed: int | None = 0, progress=None) -> SGLTModel:
-    """Fit the semantic fake-trace model (profiles, aggregate model, semantic classes) on training traces."""
+    """Fit the semantic fake-trace model (profiles, aggregate model, semantic classes) on training traces.
+
+    ``clusters``: kappa, or ``"auto"`` to choose it among :data:`KAPPA_CANDIDATES` by
+    :func:`choose_kappa` (the paper's way).
+    """
     progress = progress or (lambda done, total, message: None)
     rng = np.random.default_rng(seed)
     M = grid.M
@@ -311,9 +352,17 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int =
     progress(1, 3, "semantic similarities")
     G, sims = semantic_graph(profiles[seeds], w, partners, rng, M)
     progress(2, 3, "semantic clustering")
-    classes = cluster_locations(G, profiles[seeds].any(axis=(0, 1)), clusters, int(rng.integers(2**31)))
+    visited = profiles[seeds].any(axis=(0, 1))
+    if clusters == "auto":
+        kappa, classes, tried = choose_kappa(G, visited, int(rng.integers(2**31)))
+    elif isinstance(clusters, (int, np.integer)) and not isinstance(clusters, bool) and clusters >= 1:
+        kappa, tried = int(clusters), None
+        classes = cluster_locations(G, visited, kappa, int(rng.integers(2**31)))
+    else:
+        raise ValueError(f"clusters must be an integer >= 1 or 'auto', got {clusters!r}")
     progress(3, 3, "done")
-    params = dict(periods=P, clusters=int(clusters), partners=int(partners), alt_fraction=float(alt_fraction),
+    params = dict(periods=P, clusters=kappa, clusters_tried=tried, partners=int(partners),
+                  alt_fraction=float(alt_fraction),
                   eps=float(eps), seed=seed, slots_per_day=T, training_users=N,
                   semantic_similarity_mean=float(sims.mean()), pairs=len(sims))
     return SGLTModel(seeds=days, seed_days=n_days, alternative=alternative, classes=classes,

@@ -169,3 +169,19 @@ def test_bad_options_are_clear_errors(model):
         sglt.SGLTSynthesizer(model, par_c=1.5)
     with pytest.raises(ValueError, match="unknown sglt option"):
         sglt.SGLTSynthesizer(model, theta=3)
+
+
+def test_kappa_is_chosen_by_the_clustering_objective():
+    traces = CityModel(GRID, seed=2).simulate(60, 4, seed=3)
+    m = sglt.train(traces, GRID, slots_per_day=20, periods=2, partners=10, seed=5)           # clusters="auto"
+    tried = m.params["clusters_tried"]
+    assert set(tried) == {str(k) for k in sglt.KAPPA_CANDIDATES} and m.params["clusters"] == int(max(tried, key=tried.get))
+    assert m.n_classes == m.params["clusters"]
+    # The objective: a clustering along the graph's blocks beats a random one.
+    G = np.kron(np.eye(3), np.ones((4, 4))) + 0.01
+    visited = np.ones(12, bool)
+    assert sglt.clustering_quality(G, visited, np.repeat(np.arange(3), 4)) > 50
+    assert sglt.clustering_quality(G, visited, np.tile(np.arange(3), 4)) < 1
+    assert sglt.choose_kappa(G, visited, 0, candidates=(2, 3, 6))[0] == 3
+    with pytest.raises(ValueError, match="clusters must be an integer >= 1 or 'auto'"):
+        sglt.train(traces, GRID, clusters="many")
