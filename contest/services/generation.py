@@ -194,6 +194,8 @@ def synthesizer_summary(manifest: dict) -> dict | None:
     reports = [s.get("report") or {} for s in manifest.get("sets", [])]
     return {"generator": manifest["generator"],
             "budget": [[data, eps] for data, eps in sorted((privacy or {}).get("totals", {}).items())],
+            # Per mechanism: epsilon and the sensitivity its noise is calibrated on (what synth.audit checks).
+            "parts": [[m["mechanism"], m["epsilon"], m["sensitivity"]] for m in (privacy or {}).get("mechanisms", [])],
             "per_user": (privacy or {}).get("per_user"),
             "failing": sum(int(r.get("failing", 0)) for r in reports),
             "tested": any("failing" in r for r in reports),
