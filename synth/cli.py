@@ -69,8 +69,15 @@ def _clock(text: str) -> int:
 
 def cmd_city(args) -> int:
     from synth.city import write_city
+    from synth.generate import full_day
     grid = _grid(args.grid, None)
-    paths = write_city(args.out, grid, args.users, args.days, args.seed)
+    # The contest's full day (as the platform trains: synth.generate.train_contest_model): the PPMTF+ home
+    # boost sits at the ends of the model's day, before and after the contest's window, which generate cuts.
+    slots, start, step = full_day(TimeAxis(), args.lead_minutes, args.tail_minutes)
+    paths = write_city(args.out, grid, args.users, args.days, args.seed,
+                       time_axis=TimeAxis(slots_per_day=slots, start_minute=start, slot_minutes=step))
+    print(f"{args.users} users x {args.days} days of {slots} slots from {start // 60}:{start % 60:02d} "
+          f"every {step} min", file=sys.stderr)
     for name, path in paths.items():
         print(f"{name}: {path}")
     return 0
@@ -212,9 +219,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs)")
-    c.add_argument("--users", type=int, default=1000)
-    c.add_argument("--days", type=int, default=40)
+    from synth.generate import CONTEST_DEFAULTS as CD
+    c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs) over the "
+                                    "contest's full day, as the platform trains")
+    c.add_argument("--users", type=int, default=CD["train_users"], help=f"default {CD['train_users']}")
+    c.add_argument("--days", type=int, default=CD["train_days"], help=f"default {CD['train_days']}")
+    c.add_argument("--lead-minutes", type=int, default=CD["lead_minutes"],
+                   help=f"the training day starts this long before the contest's 8:00 (default {CD['lead_minutes']})")
+    c.add_argument("--tail-minutes", type=int, default=CD["tail_minutes"],
+                   help=f"and ends this long after the contest's 18:00 (default {CD['tail_minutes']})")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", required=True)
     c.add_argument("--grid", help="info_region.csv of the grid (default: 2019 Tokyo)")
@@ -229,8 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="model file (.npz)")
     t.add_argument("--method", choices=tuple(METHODS), default="ppmtf",
                    help="synthesizer: " + "; ".join(f"{k} = {v}" for k, v in METHODS.items()) + " (default ppmtf)")
-    t.add_argument("--iterations", type=int, default=100, help="ppmtf: Gibbs sweeps (default 100)")
-    t.add_argument("--dim", type=int, default=16, help="ppmtf: latent dimension K (default 16)")
+    t.add_argument("--iterations", type=int, default=CD["sweeps"],
+                   help=f"ppmtf: Gibbs sweeps (default {CD['sweeps']}, the platform's)")
+    t.add_argument("--dim", type=int, default=CD["K"], help=f"ppmtf: latent dimension K (default {CD['K']})")
     t.add_argument("--alpha", type=float, default=200.0, help="ppmtf: noise precision (default 200)")
     t.add_argument("--zero-num", type=int, default=1000, help="ppmtf: sampled zeros per user and tensor")
     sd = sglt.TRAINING_DEFAULTS
@@ -307,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--lead-minutes", type=int, default=None, help="model day start before the first slot")
     k.add_argument("--tail-minutes", type=int, default=None, help="model day end after the contest day")
     k.add_argument("--home-minutes", type=float, default=None, help="home windows of the model day")
+    k.add_argument("--model", default=None, help="measure this trained model (any method) instead of training "
+                                                  "the contest's")
     k.add_argument("--osaka", default=None, help="folder of the 2019 Osaka set "
                                                  "(default ../shared/data/pwscup2019/osaka beside the project)")
     k.add_argument("--no-2019", action="store_true", help="do not compare with the 2019 data")

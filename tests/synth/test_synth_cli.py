@@ -29,7 +29,7 @@ def test_city_train_generate_metrics(tmp_path, capsys):
     assert main(["train", str(city / "traintraces.csv"), "--out", str(model_path),
                  "--iterations", "3", "--dim", "4", "--seed", "1"]) == 0
     model = PPMTFModel.load(model_path)
-    assert (model.nx, model.ny, model.T, model.K) == (16, 16, 20, 4)
+    assert (model.nx, model.ny, model.T, model.K) == (16, 16, 24, 4)          # the full day, 6:00-18:00
     assert model.params["sweeps"] == 3 and model.slot_minutes == 30.0
     err = capsys.readouterr().err
     assert "3/3 Gibbs sweep 3/3" in err                  # progress on stderr
