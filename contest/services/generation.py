@@ -41,7 +41,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import audit, data, figures, jobs, round_figures, storage
+from contest.services import audit, data, figures, jobs, round_figures, storage, training_data
 from scoring.traces import Traces
 from synth.city import CityModel
 from synth.generate import generate_round
@@ -66,9 +66,12 @@ def _train_model(round_: Round, job=None):
         jobs.progress(job, 0.5 * done / max(total, 1), f"training {method}: {message}")
 
     training = set(SCHEMAS[method]["training"]) | {"train_users", "train_days"}
-    model = train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
-                                city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
-                                **{k: p[k] for k in training if k in p})
+    # The organizer's own training traces when given (contest.services.training_data), else the built-in city.
+    model = training_data.train_round_model(round_, method, contest.grid(), round_.time_axis(),
+                                            seed=_round_seed(round_), params=p, progress=prog) \
+        or train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
+                               city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
+                               **{k: p[k] for k in training if k in p})
     buf = io.BytesIO()
     model.save(buf)
     with transaction.atomic():
