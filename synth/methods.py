@@ -63,17 +63,26 @@ def make_synthesizer(model, *, slots: int = 20, slot_start_minute: float = 480, 
                                      slot_step_minutes=slot_step_minutes, **options)
 
 
+#: Figures computed from the training data that some model files keep (organizer-only files) but a manifest
+#: beside the generated data never carries: the number of training users, sglt's similarity statistics.
+TRAINING_DATA_FIGURES = ("training_users", "semantic_similarity_mean", "pairs")
+
+
 def model_summary(model) -> tuple[str, str, dict]:
-    """(generator name, generator version, model description) for a round's manifest."""
+    """(generator name, generator version, model description) for a round's manifest: public parameters and
+    (coloc) noisy values only, never a figure computed from the training data."""
     from synth.generate import GENERATOR_VERSION
     method = method_of(model)
     if method == "ppmtf":
-        return "PPMTF+", GENERATOR_VERSION, dict(
+        name, version, desc = "PPMTF+", GENERATOR_VERSION, dict(
             method="ppmtf", version=model.version, K=model.K, M=model.M, T=model.T, nx=model.nx, ny=model.ny,
             slot_start_minute=model.slot_start_minute, slot_minutes=model.slot_minutes, params=model.params)
-    if method == "sglt":
-        return "SGLT", sglt.GENERATOR_VERSION, model.describe()
-    return "coloc", coloc.GENERATOR_VERSION, model.describe()
+    elif method == "sglt":
+        name, version, desc = "SGLT", sglt.GENERATOR_VERSION, model.describe()
+    else:
+        name, version, desc = "coloc", coloc.GENERATOR_VERSION, model.describe()
+    desc["params"] = {k: v for k, v in desc["params"].items() if k not in TRAINING_DATA_FIGURES}
+    return name, version, desc
 
 
 def train_model(method: str, traces: Traces, grid: Grid, *, slots_per_day: int, slot_start_minute: float,

@@ -113,6 +113,8 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
                      "--org-days", "1", "--seed", "5", "--out", str(out), *options]) == 0
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["model"]["method"] == method
+        # No figure of the training data beside the generated data (60 training users, sglt's similarities).
+        assert not {"training_users", "semantic_similarity_mean", "pairs"} & set(manifest["model"]["params"])
         names[method] = {p.name for p in out.iterdir() if not p.name.startswith("friends_")}
         ref = read_traces(out / "reftraces_team001_data01_IDP.csv", grid)
         org = read_traces(out / "orgtraces_team001_data01_IDP.csv", grid)
