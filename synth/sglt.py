@@ -658,9 +658,10 @@ class SGLTSynthesizer:
                  f"{p['par_d']}): {counts['failing_deniability']} of the {counts['deniability_tested']} examined"]
         worst = max(("par_s", counts["failing_geo"]), ("par_i", counts["failing_intersection"]),
                     ("par_d or k", counts["failing_deniability"]), key=lambda kv: kv[1])[0]
-        return (f"sglt: {missing} of {users} fakes still fail the privacy test after {draws} draws "
-                f"(max_tries = {p['max_tries']} per fake); rejected by {'; '.join(parts)}. Relax {worst} "
-                f"(or raise max_tries); a fake that fails is never written.")
+        # The action first: a job's message keeps only its first 300 characters.
+        return (f"sglt: {missing} of {users} fakes still fail the privacy test after {draws} draws; relax {worst} "
+                f"(or raise max_tries = {p['max_tries']}): a failing fake is never written. Rejected by "
+                f"{'; '.join(parts)}.")
 
 
 class PrivacyTestError(ValueError):

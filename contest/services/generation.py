@@ -202,6 +202,9 @@ def synthesizer_summary(manifest: dict) -> dict | None:
             "per_user": (privacy or {}).get("per_user"),
             "failing": sum(int(r.get("failing", 0)) for r in reports),
             "tested": any("failing" in r for r in reports),
+            # sglt writes only fakes that pass: how many were drawn, and dropped for failing the test
+            "drawn": sum(int(r.get("draws", 0)) for r in reports),
+            "dropped": sum(int(r.get("dropped", 0)) for r in reports),
             "planted": sum(int(r.get("colocations_planted", 0)) for r in reports)
             if any("colocations_planted" in r for r in reports) else None}
 
