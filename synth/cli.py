@@ -144,8 +144,11 @@ def cmd_train(args) -> int:
     if args.method == "coloc" and args.friends:
         params["friends"] = _read_friends(args.friends, traces.user_ids)
     t0 = time.perf_counter()
+    from synth.methods import training_seed
+    # Without --seed: 0 (reproducible) for ppmtf and sglt, fresh randomness for coloc's DP noise.
+    seed = args.seed if args.seed is not None else training_seed(args.method, 0)
     model = train_model(args.method, traces, grid, slots_per_day=T, slot_start_minute=start, slot_minutes=length,
-                        seed=args.seed, progress=StderrProgress("train"), **params)
+                        seed=seed, progress=StderrProgress("train"), **params)
     model.save(args.out)
     print(f"trained {args.method} on {traces.m} users x {traces.L} time ids in "
           f"{time.perf_counter() - t0:.1f} s -> {args.out}")
@@ -282,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="end of the last slot when --slots-per-day is given (default 18:00)")
     t.add_argument("--centered-scatter", action="store_true",
                    help="textbook BPMF centred scatter (default: the reference's uncentred form)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=None,
+                   help="default 0; coloc: fresh randomness (whoever knows the noise's seed can subtract the noise)")
     t.add_argument("--grid", help="info_region.csv of the grid")
     t.set_defaults(func=cmd_train)
 

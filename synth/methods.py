@@ -240,5 +240,13 @@ def train_contest_model(method: str, grid: Grid, axis: TimeAxis, *, seed: int, c
         # least train_users - 1 users (every neighbour of the city by removal).
         p.setdefault("min_users", max(2, n_train - 1))
     return train_model(method, training, grid, slots_per_day=axis.slots_per_day,
-                       slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, seed=seed,
-                       progress=progress, **p)
+                       slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes,
+                       seed=training_seed(method, seed), progress=progress, **p)
+
+
+def training_seed(method: str, seed: int | None) -> int | None:
+    """The seed a method trains with: ``seed``, except for the DP method (coloc), whose noise always comes
+    from fresh operating-system randomness: whoever knows or guesses a noise seed (a contest's seed, the
+    command line's default) can draw the same noise and subtract it. The model is stored once trained, so a
+    re-run of the round reuses it; the city's people are still simulated from ``seed``."""
+    return None if method == "coloc" else seed

@@ -113,14 +113,14 @@ def train_round_model(round_: Round, method: str, grid: Grid, axis: TimeAxis, *,
     if round_.training_kind != Round.TRAINING_TRACES or not round_.training_data_id:
         return None
     from scoring.io import read_traces
-    from synth.methods import SCHEMAS, train_model
+    from synth.methods import SCHEMAS, train_model, training_seed
     traces = read_traces(storage.read_bytes(round_.training_data), grid)
     p = {k: v for k, v in params.items() if k in SCHEMAS[method]["training"] and k not in CITY_ONLY}
     if p.get("hierarchy") == "categories":
         raise ValueError("hierarchy 'categories' needs the built-in city's points of interest; use 'blocks' with "
                          "your own training traces")
     return train_model(method, traces, grid, slots_per_day=axis.slots_per_day, slot_start_minute=axis.start_minute,
-                       slot_minutes=axis.slot_minutes, seed=seed, progress=progress, **p)
+                       slot_minutes=axis.slot_minutes, seed=training_seed(method, seed), progress=progress, **p)
 
 
 def training_summary(round_: Round) -> dict | None:
