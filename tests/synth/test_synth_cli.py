@@ -102,7 +102,7 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
                  "--grid", str(tmp_path / "grid.csv")]) == 0
     names = {}
     for method, extra in (("ppmtf", ["--iterations", "2", "--dim", "3"]), ("sglt", ["--clusters", "6"]),
-                          ("coloc", ["--eps1", "5", "--min-users", "50"])):
+                          ("coloc", ["--eps1", "5", "--min-users", "50", "--seed", "1"])):
         model_path = tmp_path / f"{method}.npz"
         assert main(["train", str(city / "traintraces.csv"), "--method", method, "--out", str(model_path),
                      *extra]) == 0
