@@ -151,3 +151,17 @@ def test_compare_writes_table_csv_and_plot(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     assert "--data {city,osaka}" in capsys.readouterr().out
+
+
+def test_calibrate_measures_any_trained_model(tmp_path, capsys):
+    city = tmp_path / "city"
+    assert main(["city", "--users", "40", "--days", "2", "--seed", "3", "--out", str(city)]) == 0
+    model = tmp_path / "sglt.npz"
+    assert main(["train", str(city / "traintraces.csv"), "--method", "sglt", "--clusters", "5",
+                 "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "--model", str(model), "--users", "30", "--no-attacks", "--no-2019", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["name"] == "generated 30 x (2+2) (sglt)" and len(rows[0]["home_share"]) == 20
+    assert main(["calibrate", "--model", str(model), "--K", "4"]) == 2
+    assert "training options ['K'] do not apply" in capsys.readouterr().err
