@@ -201,6 +201,13 @@ class Round(models.Model):
     info_time = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     manifest = models.JSONField(default=dict, blank=True)
     generated_at = models.DateTimeField(null=True, blank=True)
+    # The organizer's own training data (contest.services.training_data): training traces the generation
+    # job trains the contest's method on, or a model trained offline (then also ``model_file``). Readable
+    # by the organizers only (contest.permissions); never in a bundle, a team's export, a page or the manifest.
+    TRAINING_TRACES, TRAINING_MODEL = "traces", "model"
+    TRAINING_KINDS = ((TRAINING_TRACES, "training traces"), (TRAINING_MODEL, "model trained offline"))
+    training_data = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    training_kind = models.CharField(max_length=10, blank=True, default="", choices=TRAINING_KINDS)
     results_published_at = models.DateTimeField(null=True, blank=True,
                                                  help_text="when the results of this round were first published")
 

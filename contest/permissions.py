@@ -24,7 +24,8 @@ Reading files (team member):
   benchmark dataset's *reference* traces;
 - its own team's uploads (anonymized sets, attacks);
 - never another team's (or the benchmark's) original traces, any ID table
-  (ptable), another team's uploads, or the judge's attack outputs.
+  (ptable), another team's uploads, the judge's attack outputs, a round's model or
+  the organizer's training data.
 
 Also organizer-only: a failed job's traceback and failure text (a team sees
 "failed"), and, for contests of fewer than 35 users per set, the public
@@ -198,15 +199,18 @@ def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
 def can_read_round_file(user, round_: Round, which: str) -> Decision:
     """A round's ``info_region`` / ``info_time`` (the grid and the clock): its contest's teams and organizers.
 
-    The synthesizer's fitted model (``model``) is the organizers' alone: it was trained on the data.
+    The synthesizer's fitted model (``model``) and the organizer's own training data (``training``: traces or
+    a model trained offline, contest.services.training_data) are the organizers' alone.
     """
-    if which not in ("info_region", "info_time", "model"):
+    if which not in ("info_region", "info_time", "model", "training"):
         raise ValueError(f"unknown round file {which!r}")
     contest = round_.contest
     if is_organizer(user, contest):
         return ALLOW
     if which == "model":
         return deny("the synthesizer's model is the organizers' alone")
+    if which == "training":
+        return deny("a round's training data is the organizers' alone")
     if team_of(user, contest) is not None:
         return ALLOW
     return deny("only the contest's teams can download data")
@@ -216,8 +220,9 @@ def can_read_file(user, stored_file) -> Decision:
     """Any stored file, by what refers to it (the most permissive reference wins)."""
     fid = stored_file.pk
     for r in Round.objects.filter(Q(info_region_id=fid) | Q(info_time_id=fid) | Q(model_file_id=fid)
-                                  ).select_related("contest"):
-        which = "info_region" if r.info_region_id == fid else "info_time" if r.info_time_id == fid else "model"
+                                  | Q(training_data_id=fid)).select_related("contest"):
+        which = ("info_region" if r.info_region_id == fid else "info_time" if r.info_time_id == fid
+                 else "model" if r.model_file_id == fid else "training")
         if can_read_round_file(user, r, which):
             return ALLOW
     for ds in Dataset.objects.filter(reference_id=fid).select_related("round__contest"):

@@ -177,20 +177,20 @@ def generated(grid: Grid, *, users: int = 2000, ref_days: int = 2, org_days: int
               model=None, synth_options: dict | None = None, progress=None,
               **params) -> tuple[Traces, Traces, object]:
     """One contest set generated with the contest's path (:func:`synth.generate.train_contest_model`,
-    then :class:`synth.generate.Synthesizer` on the 2019 clock).
+    then the model's synthesizer on the 2019 clock).
 
-    Returns (reference, original, model); pass ``model`` to reuse a trained one.
+    Returns (reference, original, model); pass ``model`` (any method) to measure a trained one.
     """
     from scoring.grid import TimeAxis
-    from synth.generate import Synthesizer, draw_features, train_contest_model
-
+    from synth.generate import train_contest_model
+    from synth.methods import make_synthesizer
     axis = TimeAxis(ref_days=ref_days, org_days=org_days)
     if model is None:
         model = train_contest_model(grid, axis, seed=seed, progress=progress, **params)
-    synth = Synthesizer(model, slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
-                        slot_step_minutes=axis.slot_minutes, **(synth_options or {}))
+    synth = make_synthesizer(model, slots=axis.slots_per_day, slot_start_minute=axis.start_minute,
+                             slot_step_minutes=axis.slot_minutes, **(synth_options or {}))
     rng = np.random.default_rng([seed, 1, 1])
-    regions, _ = synth.synthesize(draw_features(model, users, rng), ref_days + org_days, rng)
+    regions = synth.sample_set(users, ref_days + org_days, rng)          # PPMTF+: features, then days
     S = axis.slots_per_day
     ids = np.arange(1, users + 1)
     ref = Traces(ids, axis.ref_time_ids(), np.ascontiguousarray(regions[:, :ref_days]).reshape(users, -1))
@@ -204,7 +204,7 @@ OSAKA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "pws
 
 
 def run(*, users: int = 2000, ref_days: int = 2, org_days: int = 2, seed: int = 0, osaka: Path | None = OSAKA,
-        with_attacks: bool = True, synth_options: dict | None = None, progress=None,
+        with_attacks: bool = True, synth_options: dict | None = None, progress=None, model=None,
         **params) -> tuple[list[Calibration], dict | None]:
     """Generate a set, measure it and (when found) the 2019 Osaka set.
 
@@ -212,10 +212,10 @@ def run(*, users: int = 2000, ref_days: int = 2, org_days: int = 2, seed: int = 
     or None without the 2019 data or the attacks).
     """
     from scoring.grid import TimeAxis
-    grid = Grid()
-    ref, org, _ = generated(grid, users=users, ref_days=ref_days, org_days=org_days, seed=seed,
+    grid = Grid() if model is None else model.grid()
+    ref, org, _ = generated(grid, users=users, ref_days=ref_days, org_days=org_days, seed=seed, model=model,
                             synth_options=synth_options, progress=progress, **params)
-    label = f"generated {users} x ({ref_days}+{org_days})"
+    label = f"generated {users} x ({ref_days}+{org_days})" + ("" if model is None else f" ({model.method})")
     rows = [measure(label, grid, ref, org, 20, seed=seed, with_attacks=with_attacks,
                     axis=TimeAxis(ref_days=ref_days, org_days=org_days))]
     gaps = None
@@ -234,10 +234,18 @@ def main(args) -> int:
     from synth.generate import CONTEST_DEFAULTS
     params = {k: getattr(args, k) for k in CONTEST_DEFAULTS if getattr(args, k, None) is not None}
     options = {} if args.home_minutes is None else {"home_minutes": args.home_minutes}
+    model = None
+    if getattr(args, "model", None):
+        from synth.methods import load_model
+        if params:
+            raise ValueError(f"--model measures a trained model: training options {sorted(params)} do not apply")
+        model = load_model(args.model)
+        if model.method != "ppmtf":
+            options = {}
     t0 = time.perf_counter()
     rows, gaps = run(users=args.users, ref_days=args.ref_days, org_days=args.org_days, seed=args.seed,
                      osaka=None if args.no_2019 else Path(args.osaka), with_attacks=not args.no_attacks,
-                     synth_options=options, progress=args.progress, **params)
+                     synth_options=options, progress=args.progress, model=model, **params)
     if args.json:
         print(json.dumps(dict(rows=[r.as_dict() for r in rows], gaps=gaps), indent=2))
     else:

@@ -69,8 +69,15 @@ def _clock(text: str) -> int:
 
 def cmd_city(args) -> int:
     from synth.city import write_city
+    from synth.generate import full_day
     grid = _grid(args.grid, None)
-    paths = write_city(args.out, grid, args.users, args.days, args.seed)
+    # The contest's full day (as the platform trains: synth.generate.train_contest_model): the PPMTF+ home
+    # boost sits at the ends of the model's day, before and after the contest's window, which generate cuts.
+    slots, start, step = full_day(TimeAxis(), args.lead_minutes, args.tail_minutes)
+    paths = write_city(args.out, grid, args.users, args.days, args.seed,
+                       time_axis=TimeAxis(slots_per_day=slots, start_minute=start, slot_minutes=step))
+    print(f"{args.users} users x {args.days} days of {slots} slots from {start // 60}:{start % 60:02d} "
+          f"every {step} min", file=sys.stderr)
     for name, path in paths.items():
         print(f"{name}: {path}")
     return 0
@@ -108,7 +115,8 @@ def _method_params(args) -> dict:
         return dict(periods=args.periods, clusters=args.clusters, partners=args.partners,
                     alt_fraction=args.alt_fraction)
     return dict(eps1=args.eps1, eps2=args.eps2, eps3=args.eps3, c=args.c, c_trans=args.c_trans,
-                mechanism=args.mechanism, successors=args.successors, min_meetings=args.min_meetings)
+                mechanism=args.mechanism, successors=args.successors, min_meetings=args.min_meetings,
+                min_users=args.min_users)
 
 
 def cmd_train(args) -> int:
@@ -136,13 +144,19 @@ def cmd_train(args) -> int:
     if args.method == "coloc" and args.friends:
         params["friends"] = _read_friends(args.friends, traces.user_ids)
     t0 = time.perf_counter()
+    from synth.methods import training_seed
+    # Without --seed: 0 (reproducible) for ppmtf and sglt, fresh randomness for coloc's DP noise.
+    seed = args.seed if args.seed is not None else training_seed(args.method, 0)
     model = train_model(args.method, traces, grid, slots_per_day=T, slot_start_minute=start, slot_minutes=length,
-                        seed=args.seed, progress=StderrProgress("train"), **params)
+                        seed=seed, progress=StderrProgress("train"), **params)
     model.save(args.out)
     print(f"trained {args.method} on {traces.m} users x {traces.L} time ids in "
           f"{time.perf_counter() - t0:.1f} s -> {args.out}")
     if args.method == "coloc":
         print(json.dumps(model.ledger(), indent=2))
+        # The exact figures go to the organizer's terminal only, never into the model or a manifest.
+        print("training statistics (exact, NOT differentially private): "
+              + json.dumps({k: v for k, v in model.training_stats.items() if k != "note"}), file=sys.stderr)
     return 0
 
 
@@ -208,9 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs)")
-    c.add_argument("--users", type=int, default=1000)
-    c.add_argument("--days", type=int, default=40)
+    from synth.generate import CONTEST_DEFAULTS as CD
+    c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs) over the "
+                                    "contest's full day, as the platform trains")
+    c.add_argument("--users", type=int, default=CD["train_users"], help=f"default {CD['train_users']}")
+    c.add_argument("--days", type=int, default=CD["train_days"], help=f"default {CD['train_days']}")
+    c.add_argument("--lead-minutes", type=int, default=CD["lead_minutes"],
+                   help=f"the training day starts this long before the contest's 8:00 (default {CD['lead_minutes']})")
+    c.add_argument("--tail-minutes", type=int, default=CD["tail_minutes"],
+                   help=f"and ends this long after the contest's 18:00 (default {CD['tail_minutes']})")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--out", required=True)
     c.add_argument("--grid", help="info_region.csv of the grid (default: 2019 Tokyo)")
@@ -225,15 +245,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="model file (.npz)")
     t.add_argument("--method", choices=tuple(METHODS), default="ppmtf",
                    help="synthesizer: " + "; ".join(f"{k} = {v}" for k, v in METHODS.items()) + " (default ppmtf)")
-    t.add_argument("--iterations", type=int, default=100, help="ppmtf: Gibbs sweeps (default 100)")
-    t.add_argument("--dim", type=int, default=16, help="ppmtf: latent dimension K (default 16)")
+    t.add_argument("--iterations", type=int, default=CD["sweeps"],
+                   help=f"ppmtf: Gibbs sweeps (default {CD['sweeps']}, the platform's)")
+    t.add_argument("--dim", type=int, default=CD["K"], help=f"ppmtf: latent dimension K (default {CD['K']})")
     t.add_argument("--alpha", type=float, default=200.0, help="ppmtf: noise precision (default 200)")
     t.add_argument("--zero-num", type=int, default=1000, help="ppmtf: sampled zeros per user and tensor")
     sd = sglt.TRAINING_DEFAULTS
     t.add_argument("--periods", type=int, default=sd["periods"], help=f"sglt: time periods of the day "
                                                                         f"(default {sd['periods']})")
-    t.add_argument("--clusters", type=int, default=sd["clusters"],
-                   help=f"sglt: semantic classes kappa (default {sd['clusters']})")
+    t.add_argument("--clusters", type=lambda v: v if v == "auto" else int(v), default=sd["clusters"],
+                   help=f"sglt: semantic classes kappa, or auto to choose it (default {sd['clusters']})")
     t.add_argument("--partners", type=int, default=sd["partners"],
                    help=f"sglt: users each user is compared with (default {sd['partners']})")
     t.add_argument("--alt-fraction", type=float, default=sd["alt_fraction"],
@@ -242,7 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
     cd = coloc.TRAINING_DEFAULTS
     for name in ("eps1", "eps2", "eps3"):
         t.add_argument(f"--{name}", type=float, default=cd[name], help=f"coloc: privacy budget (default {cd[name]})")
-    t.add_argument("--c", type=int, default=cd["c"], help=f"coloc: co-locations per user (default {cd['c']})")
+    t.add_argument("--c", type=int, default=cd["c"],
+                   help=f"coloc: public instants at which co-locations are read, Q's sensitivity (default {cd['c']})")
+    t.add_argument("--min-users", type=int, default=cd["min_users"],
+                   help="coloc: public lower bound on the training users, p''s sensitivity 2/min_users "
+                        f"(default {cd['min_users']}; fewer users is an error)")
     t.add_argument("--c-trans", type=int, default=cd["c_trans"],
                    help=f"coloc: transitions per user (default {cd['c_trans']})")
     t.add_argument("--mechanism", choices=coloc.MECHANISMS, default=cd["mechanism"], help="coloc: noise on Q")
@@ -260,7 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="end of the last slot when --slots-per-day is given (default 18:00)")
     t.add_argument("--centered-scatter", action="store_true",
                    help="textbook BPMF centred scatter (default: the reference's uncentred form)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=int, default=None,
+                   help="default 0; coloc: fresh randomness (whoever knows the noise's seed can subtract the noise)")
     t.add_argument("--grid", help="info_region.csv of the grid")
     t.set_defaults(func=cmd_train)
 
@@ -299,6 +325,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--lead-minutes", type=int, default=None, help="model day start before the first slot")
     k.add_argument("--tail-minutes", type=int, default=None, help="model day end after the contest day")
     k.add_argument("--home-minutes", type=float, default=None, help="home windows of the model day")
+    k.add_argument("--model", default=None, help="measure this trained model (any method) instead of training "
+                                                  "the contest's")
     k.add_argument("--osaka", default=None, help="folder of the 2019 Osaka set "
                                                  "(default ../shared/data/pwscup2019/osaka beside the project)")
     k.add_argument("--no-2019", action="store_true", help="do not compare with the 2019 data")

@@ -4,28 +4,39 @@ Privacy-Preserving Location Traces Including Co-locations", DPM 2021).
 Training (:func:`train`, sec. 4.2-4.3 and the TPM of sec. 5.3):
 
 1. **Friendship probability** p = share of friend pairs among the n(n-1)
-   ordered user pairs; p' = p + Lap(2 / (n eps1)) (node DP, Proposition 1:
-   the global sensitivity of p is below 2/n), clipped to [0, 1]
-   (post-processing). The friendship graph is given (``friends``, pairs of
-   training users) or, when the training data has none (the built-in city),
-   inferred from the traces: two users are friends when they share a region
-   at ``min_meetings`` time instants or more. Then p' is computed from the
-   traces and its eps1 is spent on them too (the ledger says so).
-2. **Co-location count matrix** Q (T x M): each co-location event between
-   friends (both in region x at a time instant of slot t) adds 1 to Q[t, x].
-   **Trimming**: events are read in time order and an event is read only while
-   each of its two users has fewer than ``c`` events (counting the events of
-   the user read or not: a vectorised, slightly stricter reading of "when the
-   number of co-locations reaches c, the user's co-locations are not read
-   anymore"), so a user adds at most c to Q. Q' = Q + Lap(c / eps2) per
+   ordered user pairs; p' = p + Lap(2 / (n_min eps1)) (node DP, Proposition 1:
+   adding or removing one user changes p by at most 2/n <= 2/n_min), clipped
+   to [0, 1] (post-processing). n_min (``min_users``) is a *public* lower
+   bound on the number of training users: the noise scale must not depend on
+   the data (the data-dependent 2/n of the paper lets the privacy loss reach
+   about 1.5 eps1 between neighbours of n and n-1 users). Training refuses
+   fewer than n_min users. The friendship graph is given (``friends``, pairs
+   of training users) or, when the training data has none (the built-in
+   city), inferred from the traces: two users are friends when they share a
+   region at ``min_meetings`` time instants or more. Then p' is computed from
+   the traces and its eps1 is spent on them too (the ledger says so).
+2. **Co-location count matrix** Q (T x M): at ``c`` *public* instants (spread
+   over the training days and slots of the day, the same for every user:
+   :func:`read_instants`), each co-location site, a region where two friends
+   are at that instant, adds 1 to Q[t, x] (t the instant's slot of the day).
+   A user is at one region per instant, so adding or removing her (or her
+   friendships) changes at most one site per read instant: the L1
+   sensitivity of Q is c whatever the other users do. This replaces the
+   paper's per-user trimming ("read a user's co-locations until she reaches
+   c"), whose bound does not hold under removal: removing a user frees her
+   friends' later co-locations, which then get read, so the change grows
+   with her number of friends ((K + 1) c). Q' = Q + Lap(c / eps2) per
    element (``mechanism="laplace"``, Proposition 2), or **Privelet** for
    nominal data over a location hierarchy (``mechanism="wavelet"``): each
    row's nominal wavelet coefficients get Lap(lambda / W(coef)) with
    W(base) = 1, W(coef of a child of an f-child node) = f / (2f - 2), and
    lambda = h c / eps2 (h = levels of the hierarchy, the transform's
-   generalized sensitivity; Xiao et al. 2010).
+   generalized sensitivity; Xiao et al. 2010). With a given friendship
+   graph, Q also reads the graph, and its eps2 is charged to the graph too.
 3. **Transition model** (TPM, the synthesizer of the paper's ref. [22] used in
-   its experiments): each user's transitions trimmed to ``c_trans`` at random,
+   its experiments): each user's transitions trimmed to ``c_trans`` at random
+   (keys drawn from the user's own id and time ids, so one user's selection
+   never depends on another's),
    counts + Lap(c_trans / eps3) per cell, negatives to 0, each row's
    ``successors`` largest kept (post-processing), rows normalised; start
    distribution = its stationary distribution.
@@ -55,15 +66,14 @@ import numpy as np
 
 from scoring.grid import Grid
 from scoring.traces import Traces
-from synth.common import as_days, grid_box, grid_of, read_npz, save_npz, slot_map
-from synth.ppmtf import _trim
+from synth.common import grid_box, grid_of, read_npz, save_npz, slot_map
 
 METHOD = "coloc"
 MODEL_VERSION = "tracecup-coloc-1"
 GENERATOR_VERSION = "tracecup-coloc-gen-1"
 
 TRAINING_DEFAULTS = dict(eps1=1.0, eps2=1.0, eps3=1.0, c=5, c_trans=5, mechanism="laplace", hierarchy="blocks",
-                         successors=16, min_meetings=3)
+                         successors=16, min_meetings=3, min_users=100)
 GENERATION_DEFAULTS = dict(theta=200, par_v=4.0, max_rounds=200)
 MECHANISMS = ("laplace", "wavelet")
 #: Transitions outside a row's kept successors have this probability in the Viterbi fill
@@ -81,14 +91,25 @@ def friendship_probability(n: int, edges: np.ndarray) -> float:
     return 2.0 * len(edges) / (n * (n - 1))
 
 
-def friendship_scale(n: int, eps1: float) -> float:
-    """Laplace scale of p': sensitivity 2/n over eps1 (Proposition 1)."""
-    return 2.0 / (n * eps1)
+def friendship_sensitivity(min_users: int) -> float:
+    """Node-DP sensitivity of p over training sets of at least ``min_users`` users: 2 / min_users.
+
+    Adding or removing one user of a set of n users changes p by at most 2/n
+    (Proposition 1; a star or a clique around the user reaches it).
+    """
+    return 2.0 / min_users
 
 
-def noisy_friendship_probability(n: int, edges: np.ndarray, eps1: float, rng: np.random.Generator) -> float:
-    """p' = p + Lap(2 / (n eps1)), clipped to [0, 1]."""
-    return float(np.clip(friendship_probability(n, edges) + rng.laplace(0.0, friendship_scale(n, eps1)), 0.0, 1.0))
+def friendship_scale(min_users: int, eps1: float) -> float:
+    """Laplace scale of p': the sensitivity 2 / min_users over eps1 (a public bound, never the data's n)."""
+    return friendship_sensitivity(min_users) / eps1
+
+
+def noisy_friendship_probability(n: int, edges: np.ndarray, eps1: float, rng: np.random.Generator,
+                                 min_users: int | None = None) -> float:
+    """p' = p + Lap(2 / (min_users eps1)), clipped to [0, 1]; ``min_users`` defaults to n (tests only)."""
+    scale = friendship_scale(n if min_users is None else min_users, eps1)
+    return float(np.clip(friendship_probability(n, edges) + rng.laplace(0.0, scale), 0.0, 1.0))
 
 
 def _undirected(edges: np.ndarray, n: int) -> np.ndarray:
@@ -143,30 +164,49 @@ def friend_colocations(regions: np.ndarray, edges: np.ndarray):
     return u[hit], v[hit], col[hit], x[hit]
 
 
-def trim_colocations(u: np.ndarray, v: np.ndarray, col: np.ndarray, c: int) -> np.ndarray:
-    """(E,) bool: the events read when each user's co-locations are read in time order up to ``c``.
+def read_instants(time_ids: np.ndarray, slots_per_day: int, c: int) -> np.ndarray:
+    """(k,) ascending column indexes of the ``c`` public instants at which co-locations are read (k <= c).
 
-    An event is read when it is among the first c events (by column, then
-    event order) of both its users, counting every event of the user, read or
-    not; so every user is in at most c read events.
+    Instant i (0 <= i < c) is slot ``i % T`` of the training day
+    ``floor(i D / c)`` (D = the days of the time axis): every slot of the
+    day is read before any is read twice, and the instants spread over the
+    days. They depend only on the time axis, which every user shares, so
+    they are the same for every user and for every neighbouring training
+    set. An instant missing from the axis is not read.
     """
-    E = len(u)
-    if E == 0 or c <= 0:
-        return np.zeros(E, dtype=bool)
-    who = np.concatenate([u, v])
-    ev = np.concatenate([np.arange(E), np.arange(E)])
-    when = np.concatenate([col, col])
-    order = np.lexsort((ev, when, who))
-    w_sorted = who[order]
-    rank = np.empty(2 * E, dtype=np.int64)
-    rank[order] = np.arange(2 * E) - np.searchsorted(w_sorted, w_sorted, side="left")
-    return np.maximum(rank[:E], rank[E:]) < c
+    tid = np.asarray(time_ids, dtype=np.int64)
+    T = int(slots_per_day)
+    day, slot = (tid - 1) // T, (tid - 1) % T
+    days = np.unique(day)
+    k = int(min(c, len(days) * T))
+    i = np.arange(k)
+    want = days[(i * len(days)) // k] * T + i % T if k else np.zeros(0, np.int64)
+    key = day * T + slot                                              # ascending with the time ids
+    pos = np.minimum(np.searchsorted(key, want), max(len(key) - 1, 0))
+    return np.unique(pos[key[pos] == want]) if len(key) else np.zeros(0, np.int64)
 
 
-def trimmed_counts(u, v, col, x, slot_of_col: np.ndarray, T: int, M: int, c: int) -> np.ndarray:
-    """(T, M) co-location count matrix Q of the events kept by :func:`trim_colocations`."""
-    keep = trim_colocations(u, v, col, c)
-    return np.bincount(slot_of_col[col[keep]] * M + x[keep], minlength=T * M).reshape(T, M).astype(np.float64)
+def colocation_sites(regions: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(col, region) int64: the distinct (column, region) where at least one pair of friends is together.
+
+    ``regions`` (n, L) region or -1; ``edges`` (E, 2) friend pairs i < j.
+    """
+    _u, _v, col, x = friend_colocations(regions, edges)
+    if len(col) == 0:
+        return col, x
+    key = np.unique(col * (int(x.max()) + 1) + x)
+    return key // (int(x.max()) + 1), key % (int(x.max()) + 1)
+
+
+def colocation_counts(regions: np.ndarray, edges: np.ndarray, read: np.ndarray, slot_of_col: np.ndarray,
+                      T: int, M: int) -> np.ndarray:
+    """(T, M) Q: per slot of the day and region, the co-location sites at the read instants ``read``.
+
+    ``regions`` (n, L) all instants, ``read`` (k,) column indexes (:func:`read_instants`),
+    ``slot_of_col`` (L,). L1 sensitivity k <= c under adding or removing a user or her friendships.
+    """
+    col, x = colocation_sites(regions[:, read], edges)
+    return np.bincount(slot_of_col[read][col] * M + x, minlength=T * M).reshape(T, M).astype(np.float64)
 
 
 # ---------------------------------------------------------------------------
@@ -282,21 +322,56 @@ def privelet(Q: np.ndarray, hierarchy: Hierarchy, scale: float, rng: np.random.G
 # ---------------------------------------------------------------------------
 # Transition model
 # ---------------------------------------------------------------------------
-def noisy_transitions(days: np.ndarray, M: int, c_trans: int, eps3: float, successors: int,
+def _keyed_uniform(salt: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n,) float64 in [0, 1) from the integers (salt, a, b) by SplitMix64: a random key that depends on
+    nothing but its own inputs (vectorised; used so one user's trimming never depends on another's data)."""
+    with np.errstate(over="ignore"):
+        z = (np.uint64(salt) + np.asarray(a).astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+             + np.asarray(b).astype(np.uint64) * np.uint64(0xD1B54A32D192ED03))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def user_transitions(traces: Traces, slots_per_day: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(user row, source time id, src region, dst region) of every transition between consecutive slots of
+    the same day (time ids t and t+1, both with an event), int64 arrays."""
+    tid = np.asarray(traces.time_ids, dtype=np.int64)
+    T = int(slots_per_day)
+    nxt = np.flatnonzero((tid[1:] == tid[:-1] + 1) & ((tid[1:] - 1) // T == (tid[:-1] - 1) // T))
+    reg = np.asarray(traces.regions)
+    src, dst = reg[:, nxt], reg[:, nxt + 1]
+    ok = (src >= 0) & (dst >= 0)
+    user, j = np.nonzero(ok)
+    return user.astype(np.int64), tid[nxt][j], src[ok].astype(np.int64), dst[ok].astype(np.int64)
+
+
+def transition_counts(traces: Traces, slots_per_day: int, M: int, c_trans: int, salt: int) -> np.ndarray:
+    """(M, M) transition counts, each user's transitions trimmed to ``c_trans`` at random.
+
+    A transition's random key comes from (salt, user id, time id) only, so
+    the transitions a user keeps depend on her own trace: adding or removing
+    a user changes the counts by at most c_trans in L1.
+    """
+    user, t, src, dst = user_transitions(traces, slots_per_day)
+    uid = np.asarray(traces.user_ids, dtype=np.int64)[user]
+    order = np.lexsort((_keyed_uniform(salt, uid, t), user))
+    rank = np.arange(len(user)) - np.searchsorted(user[order], user[order], side="left")
+    keep = np.empty(len(user), dtype=bool)
+    keep[order] = rank < int(c_trans)
+    return np.bincount(src[keep] * M + dst[keep], minlength=M * M).reshape(M, M).astype(np.float64)
+
+
+def noisy_transitions(counts: np.ndarray, c_trans: int, eps3: float, successors: int,
                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(succ (M, k) int64, prob (M, k) float64): each row's kept successors of the DP transition counts.
 
-    Counts of each user's transitions (consecutive slots of a day), trimmed to
-    ``c_trans`` per user at random, + Lap(c_trans / eps3) per cell, negatives
-    to 0, the ``successors`` largest per row kept, rows normalised (an all-zero
-    row stays in place).
+    ``counts`` (M, M) from :func:`transition_counts`, + Lap(c_trans / eps3)
+    per cell, negatives to 0, the ``successors`` largest per row kept, rows
+    normalised (an all-zero row stays in place).
     """
-    N = days.shape[0]
-    src, dst = days[:, :, :-1], days[:, :, 1:]
-    ok = (src >= 0) & (dst >= 0)
-    user = np.broadcast_to(np.arange(N)[:, None, None], src.shape)[ok]
-    keep = _trim(user.astype(np.int64), int(c_trans), rng)
-    counts = np.bincount(src[ok][keep].astype(np.int64) * M + dst[ok][keep], minlength=M * M).reshape(M, M)
+    M = len(counts)
     noisy = counts + rng.laplace(0.0, c_trans / eps3, size=(M, M))
     np.maximum(noisy, 0.0, out=noisy)
     k = min(int(successors), M)
@@ -349,6 +424,8 @@ class ColocModel:
     grid_box: dict | None = None
     method: str = METHOD
     version: str = MODEL_VERSION
+    #: Exact statistics of the training data after :func:`train` (organizer only; never saved or described).
+    training_stats: dict | None = field(default=None, compare=False, repr=False)
 
     _ARRAYS = ("Q", "succ", "prob", "start")
 
@@ -367,7 +444,8 @@ class ColocModel:
         """The privacy budget: mechanisms and the totals per data set and per user (sequential composition)."""
         totals = {}
         for e in self.ledger_entries:
-            totals[e["data"]] = round(totals.get(e["data"], 0.0) + e["epsilon"], 12)
+            for data in ([e["data"]] if isinstance(e["data"], str) else e["data"]):
+                totals[data] = round(totals.get(data, 0.0) + e["epsilon"], 12)
         return dict(mechanisms=self.ledger_entries, totals=totals,
                     per_user=round(sum(e["epsilon"] for e in self.ledger_entries), 12),
                     note="sequential composition; generating more sets from the model spends nothing more "
@@ -392,21 +470,50 @@ class ColocModel:
                    params=meta["params"], ledger_entries=meta["ledger"], grid_box=meta.get("grid_box"))
 
 
+def exact_statistics(traces: Traces, grid: Grid, *, slots_per_day: int, friends: np.ndarray | None = None,
+                     c: int = 5, c_trans: int = 5, min_meetings: int = 3, salt: int = 0) -> dict:
+    """The statistics the mechanisms noise, before any noise (the privacy audit compares them between
+    neighbouring training sets; never released).
+
+    Returns dict: ``n`` users, ``edges`` (E, 2) friend pairs (rows of ``traces``), ``p`` (float),
+    ``Q`` (T, M) co-location sites at the read instants, ``transitions`` (M, M) trimmed counts,
+    ``read`` (k,) the read instants' columns.
+    """
+    T, M = int(slots_per_day), grid.M
+    regions = np.asarray(traces.regions)
+    n = traces.m
+    edges = infer_friends(regions, min_meetings) if friends is None else _undirected(friends, n)
+    tid = np.asarray(traces.time_ids, dtype=np.int64)
+    read = read_instants(tid, T, c)
+    Q = colocation_counts(regions, edges, read, (tid - 1) % T, T, M)
+    return dict(n=n, edges=edges, p=friendship_probability(n, edges), Q=Q, read=read,
+                transitions=transition_counts(traces, T, M, c_trans, salt))
+
+
 def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.ndarray | None = None,
           eps1: float = 1.0, eps2: float = 1.0, eps3: float = 1.0, c: int = 5, c_trans: int = 5,
           mechanism: str = "laplace", hierarchy: str | list = "blocks", successors: int = 16,
-          min_meetings: int = 3, slot_start_minute: float = 480.0, slot_minutes: float | None = None,
-          seed: int | None = 0, progress=None) -> ColocModel:
+          min_meetings: int = 3, min_users: int = TRAINING_DEFAULTS["min_users"], slot_start_minute: float = 480.0,
+          slot_minutes: float | None = None, seed: int | None = 0, progress=None) -> ColocModel:
     """Fit p', Q' and the DP transition model (see the module docstring).
 
     Args:
         friends: (E, 2) 0-based pairs of training users (row indexes of
             ``traces``); None infers them from the traces (``min_meetings``).
         eps1, eps2, eps3: budgets of p', Q' and the transition model (> 0).
-        c, c_trans: per-user trimming of co-locations and of transitions.
+        c: co-location instants read (the L1 sensitivity of Q);
+            c_trans: transitions kept per user (the L1 sensitivity of the counts).
+        min_users: public lower bound on the number of training users (p''s
+            noise scale 2 / (min_users eps1)); fewer users is an error.
         mechanism: ``laplace`` or ``wavelet`` (Privelet over ``hierarchy``:
             ``"blocks"`` = 4 x 4 and 16 x 16 cell blocks, or a list of (M,)
             level arrays, coarsest first, e.g. :func:`category_hierarchy`).
+        seed: the noise's seed. It is not stored in the model: whoever knows
+            it can subtract the noise.
+
+    The model holds only noisy statistics and public parameters; the exact
+    ones (number of users, friend pairs, sites counted) are in
+    ``model.training_stats`` for the organizer's console, never saved.
     """
     progress = progress or (lambda done, total, message: None)
     for name, value in (("eps1", eps1), ("eps2", eps2), ("eps3", eps3)):
@@ -416,22 +523,24 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
         raise ValueError(f"mechanism {mechanism!r}: expected one of {', '.join(MECHANISMS)}")
     if c < 1 or c_trans < 1:
         raise ValueError(f"c and c_trans must be >= 1, got {c} and {c_trans}")
+    if min_users < 2:
+        raise ValueError(f"min_users must be >= 2, got {min_users}")
     rng = np.random.default_rng(seed)
     M = grid.M
     T = int(slots_per_day)
-    days, _n = as_days(traces, T)
-    N = len(days)
-    if N < 2:
-        raise ValueError(f"training needs at least 2 users, got {N}")
-    flat = days.reshape(N, -1)
-    slot_of_col = np.tile(np.arange(T), days.shape[1])
-    progress(0, 3, "friendship probability")
+    N = traces.m
+    if N < min_users:
+        raise ValueError(f"coloc training needs at least min_users = {min_users} users (the public bound of the "
+                         f"friendship probability's noise), got {N}; lower min_users or give more users")
+    if np.asarray(traces.regions).size and np.asarray(traces.regions).max() >= M:
+        raise ValueError(f"region index {int(np.asarray(traces.regions).max())} is outside 0..{M - 1}")
+    progress(0, 3, "friendship probability and co-locations")
     inferred = friends is None
-    edges = infer_friends(flat, min_meetings) if inferred else _undirected(friends, N)
-    p_noisy = noisy_friendship_probability(N, edges, eps1, rng)
+    exact = exact_statistics(traces, grid, slots_per_day=T, friends=friends, c=c, c_trans=c_trans,
+                             min_meetings=min_meetings, salt=int(rng.integers(2**62)))
+    p_noisy = float(np.clip(exact["p"] + rng.laplace(0.0, friendship_scale(min_users, eps1)), 0.0, 1.0))
     progress(1, 3, "co-location counts")
-    u, v, col, x = friend_colocations(flat, edges)
-    Q = trimmed_counts(u, v, col, x, slot_of_col, T, M, c)
+    Q = exact["Q"]
     if mechanism == "laplace":
         q_scale, q_sens = c / eps2, float(c)
         Qn = Q + rng.laplace(0.0, q_scale, size=Q.shape)
@@ -446,28 +555,46 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
         Qn = privelet(Q, H, q_scale, rng)
         q_name = f"Privelet over a {H.height}-level hierarchy (lambda = h c / eps2; coefficient noise lambda / W)"
     progress(2, 3, "transition model")
-    succ, prob = noisy_transitions(days, M, c_trans, eps3, successors, rng)
+    succ, prob = noisy_transitions(exact["transitions"], c_trans, eps3, successors, rng)
     start = stationary(succ, prob)
-    friends_data = "training traces" if inferred else "friendship graph"
-    ledger = [
-        dict(mechanism="friendship probability p'", data=friends_data, notion="node DP", epsilon=float(eps1),
-             sensitivity=2.0 / N, scale=friendship_scale(N, eps1),
-             source="inferred from the traces (min_meetings)" if inferred else "given"),
-        dict(mechanism=f"co-location count matrix Q' ({q_name})", data="training traces", notion="user-level DP",
-             epsilon=float(eps2), sensitivity=q_sens, scale=q_scale, trimming=int(c)),
-        dict(mechanism="transition matrix (TPM)", data="training traces", notion="user-level DP",
-             epsilon=float(eps3), sensitivity=float(c_trans), scale=c_trans / eps3, trimming=int(c_trans)),
-    ]
+    ledger = ledger_entries(eps1=eps1, eps2=eps2, eps3=eps3, c=c, c_trans=c_trans, min_users=min_users,
+                            inferred=inferred, q_name=q_name, q_sensitivity=q_sens, q_scale=q_scale)
     progress(3, 3, "done")
+    # Public parameters only: no count computed from the training data, no seed.
     params = dict(eps1=float(eps1), eps2=float(eps2), eps3=float(eps3), c=int(c), c_trans=int(c_trans),
                   mechanism=mechanism, hierarchy=hierarchy if isinstance(hierarchy, str) else "given levels",
-                  successors=int(successors), min_meetings=int(min_meetings), seed=seed, slots_per_day=T,
-                  training_users=N, friendships=len(edges), friends_inferred=inferred,
-                  colocations=int(len(u)), colocations_counted=int(Q.sum()))
-    return ColocModel(p_friend=p_noisy, Q=Qn, succ=succ, prob=prob, start=start, nx=grid.nx, ny=grid.ny,
-                      slot_start_minute=float(slot_start_minute),
-                      slot_minutes=float(600.0 / T if slot_minutes is None else slot_minutes),
-                      params=params, ledger_entries=ledger, grid_box=grid_box(grid))
+                  successors=int(successors), min_meetings=int(min_meetings), min_users=int(min_users),
+                  slots_per_day=T, friends_inferred=inferred)
+    model = ColocModel(p_friend=p_noisy, Q=Qn, succ=succ, prob=prob, start=start, nx=grid.nx, ny=grid.ny,
+                       slot_start_minute=float(slot_start_minute),
+                       slot_minutes=float(600.0 / T if slot_minutes is None else slot_minutes),
+                       params=params, ledger_entries=ledger, grid_box=grid_box(grid))
+    model.training_stats = dict(training_users=N, friendships=int(len(exact["edges"])),
+                                friendship_probability=exact["p"], colocation_sites_counted=int(Q.sum()),
+                                instants_read=int(len(exact["read"])),
+                                transitions_counted=int(exact["transitions"].sum()),
+                                note="exact statistics of the training data: NOT differentially private, "
+                                     "for the organizer only, never saved in the model or the manifest")
+    return model
+
+
+def ledger_entries(*, eps1: float, eps2: float, eps3: float, c: int, c_trans: int, min_users: int, inferred: bool,
+                   q_name: str = "Laplace", q_sensitivity: float | None = None, q_scale: float | None = None) -> list:
+    """The mechanisms of a coloc model: what each reads (``data``: the data sets), its notion, epsilon,
+    declared sensitivity (what :mod:`synth.audit` checks) and noise scale."""
+    graph = ["training traces"] if inferred else ["friendship graph"]
+    q_sensitivity = float(c) if q_sensitivity is None else q_sensitivity
+    return [
+        dict(mechanism="friendship probability p'", data=graph, notion="node DP (add or remove a user)",
+             epsilon=float(eps1), sensitivity=friendship_sensitivity(min_users), scale=friendship_scale(min_users, eps1),
+             bound=f"training sets of at least min_users = {min_users} users",
+             source="inferred from the traces (min_meetings)" if inferred else "given"),
+        dict(mechanism=f"co-location count matrix Q' ({q_name})", data=sorted(set(["training traces"] + graph)),
+             notion="user-level DP (add or remove a user)", epsilon=float(eps2), sensitivity=q_sensitivity,
+             scale=q_sensitivity / eps2 if q_scale is None else q_scale, instants_read=int(c)),
+        dict(mechanism="transition matrix (TPM)", data=["training traces"], notion="user-level DP (add or remove "
+             "a user)", epsilon=float(eps3), sensitivity=float(c_trans), scale=c_trans / eps3, trimming=int(c_trans)),
+    ]
 
 
 # ---------------------------------------------------------------------------

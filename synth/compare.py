@@ -113,6 +113,8 @@ def run(source: str = "city", *, train_users: int = 500, users: int = 500, ref_d
             progress(len(rows), len(entries) + 1, f"measured {label}")
 
     for label, method, tparams, options in entries:
+        if method == "coloc":                   # the compared training size is public: p''s bound
+            tparams = {"min_users": max(2, train.m - 1), **tparams}
         t0 = time.perf_counter()
         model = train_model(method, train, grid, slots_per_day=S, slot_start_minute=axis.start_minute,
                             slot_minutes=axis.slot_minutes, seed=seed, **tparams)

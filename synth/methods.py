@@ -63,17 +63,26 @@ def make_synthesizer(model, *, slots: int = 20, slot_start_minute: float = 480, 
                                      slot_step_minutes=slot_step_minutes, **options)
 
 
+#: Figures computed from the training data that some model files keep (organizer-only files) but a manifest
+#: beside the generated data never carries: the number of training users, sglt's similarity statistics.
+TRAINING_DATA_FIGURES = ("training_users", "semantic_similarity_mean", "pairs")
+
+
 def model_summary(model) -> tuple[str, str, dict]:
-    """(generator name, generator version, model description) for a round's manifest."""
+    """(generator name, generator version, model description) for a round's manifest: public parameters and
+    (coloc) noisy values only, never a figure computed from the training data."""
     from synth.generate import GENERATOR_VERSION
     method = method_of(model)
     if method == "ppmtf":
-        return "PPMTF+", GENERATOR_VERSION, dict(
+        name, version, desc = "PPMTF+", GENERATOR_VERSION, dict(
             method="ppmtf", version=model.version, K=model.K, M=model.M, T=model.T, nx=model.nx, ny=model.ny,
             slot_start_minute=model.slot_start_minute, slot_minutes=model.slot_minutes, params=model.params)
-    if method == "sglt":
-        return "SGLT", sglt.GENERATOR_VERSION, model.describe()
-    return "coloc", coloc.GENERATOR_VERSION, model.describe()
+    elif method == "sglt":
+        name, version, desc = "SGLT", sglt.GENERATOR_VERSION, model.describe()
+    else:
+        name, version, desc = "coloc", coloc.GENERATOR_VERSION, model.describe()
+    desc["params"] = {k: v for k, v in desc["params"].items() if k not in TRAINING_DATA_FIGURES}
+    return name, version, desc
 
 
 def train_model(method: str, traces: Traces, grid: Grid, *, slots_per_day: int, slot_start_minute: float,
@@ -136,7 +145,9 @@ SCHEMAS = {
                                                      "length)")},
         options=None),
     "sglt": dict(
-        training={"periods": int_check(1, 48), "clusters": int_check(1, 10_000), "partners": int_check(1, 10_000),
+        training={"periods": int_check(1, 48),
+                  "clusters": ((lambda v: v == "auto" or int_check(1, 10_000)[0](v)), "an integer in [1, 10000] or auto"),
+                  "partners": int_check(1, 10_000),
                   "alt_fraction": number_check(0, 0.9), "eps": number_check(0, 1e6, open_lo=True)},
         options={"par_c": number_check(0, 1), "par_l": number_check(0, 1), "par_m": number_check(0, 1),
                  "par_v": number_check(1, 1e6), "par_s": number_check(0, 1), "par_i": number_check(0, 1),
@@ -146,7 +157,8 @@ SCHEMAS = {
         training={"eps1": number_check(0, 1e6, open_lo=True), "eps2": number_check(0, 1e6, open_lo=True),
                   "eps3": number_check(0, 1e6, open_lo=True), "c": int_check(1, 10_000), "c_trans": int_check(1, 10_000),
                   "mechanism": choice_check(*coloc.MECHANISMS), "hierarchy": choice_check("blocks", "categories"),
-                  "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000)},
+                  "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000),
+                  "min_users": int_check(2, 100_000)},
         options={"theta": int_check(0, 10_000_000), "par_v": number_check(1, 1e6), "max_rounds": int_check(1, 100_000)}),
 }
 # The city's people without training rehearse a PPMTF+ contest: its parameters are checked as PPMTF+'s.
@@ -219,9 +231,22 @@ def train_contest_model(method: str, grid: Grid, axis: TimeAxis, *, seed: int, c
         return train_ppmtf(grid, axis, seed=seed, city_seed=city_seed, progress=progress, **params)
     p = {**CONTEST_TRAINING[method], **params}
     city = CityModel(grid, seed=int(city_seed))
-    training = city.simulate(int(p.pop("train_users")), int(p.pop("train_days")), time_axis=axis, seed=seed)
+    n_train = int(p.pop("train_users"))
+    training = city.simulate(n_train, int(p.pop("train_days")), time_axis=axis, seed=seed)
     if method == "coloc" and p.get("hierarchy") == "categories":
         p["hierarchy"] = [city_categories(city)]
+    if method == "coloc":
+        # The city's size is the contest's public parameter: p''s noise is calibrated on training sets of at
+        # least train_users - 1 users (every neighbour of the city by removal).
+        p.setdefault("min_users", max(2, n_train - 1))
     return train_model(method, training, grid, slots_per_day=axis.slots_per_day,
-                       slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, seed=seed,
-                       progress=progress, **p)
+                       slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes,
+                       seed=training_seed(method, seed), progress=progress, **p)
+
+
+def training_seed(method: str, seed: int | None) -> int | None:
+    """The seed a method trains with: ``seed``, except for the DP method (coloc), whose noise always comes
+    from fresh operating-system randomness: whoever knows or guesses a noise seed (a contest's seed, the
+    command line's default) can draw the same noise and subtract it. The model is stored once trained, so a
+    re-run of the round reuses it; the city's people are still simulated from ``seed``."""
+    return None if method == "coloc" else seed

@@ -16,7 +16,11 @@ Training (:func:`train`, the paper's Fig. 2 up to the clustering):
    u visits and the regions v visits (regions outside both supports add 0).
 4. **Semantic clustering** (Fig. 2 SemanticClustering): the location semantic
    graph w_G(r, sigma_uv(r)) += sim_S(u, v) over user pairs, symmetrised; its
-   rows (normalised) are clustered by k-means into ``clusters`` classes.
+   rows (normalised) are clustered by k-means into kappa classes, kappa
+   chosen among a few candidates to maximise the mean weight within classes
+   over the mean weight between them (``clusters="auto"``, the paper's "we
+   choose the number of clusters such that it optimizes the clustering
+   objective"), or given.
    Regions never visited in training get no class.
 
 Generation (:class:`SGLTSynthesizer`, Fig. 2 GenerateFake, sec. 4.1-4.4): per
@@ -29,11 +33,14 @@ probability ``par_m ** Delta t``. The fake day is the randomised Viterbi path
 on the aggregate model through those sets: every candidate's probability is
 multiplied by a random factor in [1, ``par_v``]. Then the **privacy test**
 (sec. 4.4): geographic similarity sim_G(fake, seed) <= ``par_s``, intersection
-(share of the fake's events at the seed's location of the same slot) <=
-``par_i``, and plausible deniability: at least k-1 alternative training traces
-s' (users not used as seeds) with |sim_S(s, f) - sim_S(s', f)| < ``par_d``.
-A fake failing the test is drawn again (new seed, new randomness), up to
-``max_tries`` times; fakes still failing are counted in the set's report.
+(share of the fake's events at locations the seed visited) <= ``par_i``, and
+plausible deniability: at least k-1 alternative training traces s' (users not
+used as seeds) with |sim_S(s, f) - sim_S(s', f)| < ``par_d``. Only fakes that
+pass are released: a failing fake is dropped and drawn again (new seed, new
+randomness) until the set is full, within ``max_tries`` x users draws, else
+the generation fails (:class:`PrivacyTestError`). The aggregate model and the
+semantic classes are learnt from the seed users only (Fig. 2: "over all u in
+S"); the alternatives serve only the deniability test.
 
 Where the paper is ambiguous, see ``synth/README.md`` ("Semantic fake traces").
 """
@@ -58,7 +65,10 @@ GENERATOR_VERSION = "tracecup-sglt-gen-1"
 GENERATION_DEFAULTS = dict(par_c=0.25, par_l=1.0, par_m=0.75, par_v=4.0, par_s=0.1, par_i=0.0, par_d=0.1,
                            k=2, max_tries=10, width=16, pd_candidates=50)
 #: Training parameters and their defaults.
-TRAINING_DEFAULTS = dict(periods=4, clusters=40, partners=30, alt_fraction=0.5, eps=0.01)
+TRAINING_DEFAULTS = dict(periods=4, clusters="auto", partners=30, alt_fraction=0.5, eps=0.01)
+#: kappa tried when ``clusters="auto"`` (the paper "chooses the number of clusters such that it
+#: optimizes the clustering objective"; its 30 users gave 20).
+KAPPA_CANDIDATES = (5, 10, 20, 40, 80)
 
 
 # ---------------------------------------------------------------------------
@@ -270,10 +280,44 @@ def cluster_locations(G: np.ndarray, visited: np.ndarray, clusters: int, seed: i
     return out
 
 
-def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int = 4, clusters: int = 40,
+def clustering_quality(G: np.ndarray, visited: np.ndarray, classes: np.ndarray) -> float:
+    """Mean semantic-graph weight between regions of the same class over the mean weight between regions of
+    different classes (the visited regions only; higher = tighter classes). inf with a single class."""
+    idx = np.flatnonzero(visited)
+    X = G[np.ix_(idx, idx)]
+    lab = classes[idx]
+    same = lab[:, None] == lab[None, :]
+    np.fill_diagonal(same, False)
+    other = lab[:, None] != lab[None, :]
+    if not other.any():
+        return float("inf")
+    return float(X[same].mean() / max(X[other].mean(), 1e-300)) if same.any() else 0.0
+
+
+def choose_kappa(G: np.ndarray, visited: np.ndarray, seed: int,
+                 candidates=KAPPA_CANDIDATES) -> tuple[int, np.ndarray, dict]:
+    """(kappa, classes, {str(kappa): quality}): the candidate whose k-means classes maximise
+    :func:`clustering_quality` (the paper's choice of kappa, sec. 4.1 and 5.2)."""
+    n = int(visited.sum())
+    tried = {}
+    best = None
+    for k in sorted({min(int(c), n) for c in candidates if c >= 2} or {1}):
+        classes = cluster_locations(G, visited, k, seed)
+        q = clustering_quality(G, visited, classes)
+        tried[str(k)] = round(q, 6)                         # str keys: the model meta is JSON
+        if best is None or q > best[0]:
+            best = (q, k, classes)
+    return best[1], best[2], tried
+
+
+def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int = 4, clusters: int | str = "auto",
           partners: int = 30, alt_fraction: float = 0.5, eps: float = 0.01, slot_start_minute: float = 480.0,
           slot_minutes: float | None = None, seed: int | None = 0, progress=None) -> SGLTModel:
-    """Fit the semantic fake-trace model (profiles, aggregate model, semantic classes) on training traces."""
+    """Fit the semantic fake-trace model (profiles, aggregate model, semantic classes) on training traces.
+
+    ``clusters``: kappa, or ``"auto"`` to choose it among :data:`KAPPA_CANDIDATES` by
+    :func:`choose_kappa` (the paper's way).
+    """
     progress = progress or (lambda done, total, message: None)
     rng = np.random.default_rng(seed)
     M = grid.M
@@ -290,21 +334,35 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int =
     pos = periods_of_slots(T, periods)
     P = int(periods)
     w = np.bincount(pos, minlength=P) / T
+    # The alternatives are chosen first: the paper's aggregate model and classes come from the seed
+    # dataset S only (Fig. 2 GenerateFake); the alternatives only serve the deniability test.
+    n_alt = int(np.floor(alt_fraction * N))
+    alternative = np.zeros(N, dtype=bool)
+    alternative[rng.permutation(N)[:n_alt]] = True
+    seeds = ~alternative
+    if seeds.sum() < 2:
+        raise ValueError(f"training needs at least 2 seed users; alt_fraction {alt_fraction} of {N} leaves "
+                         f"{int(seeds.sum())}")
     progress(0, 3, "mobility profiles")
     profiles = visit_profiles(days, M, pos, P)
     xy = grid.xy.astype(np.float64)
     dist = np.sqrt(((xy[:, None, :] - xy[None, :, :]) ** 2).sum(-1))
-    p_bar = aggregate_transitions(days, M, pos, P, dist, eps)
-    pi_bar = profiles.mean(axis=0)
+    p_bar = aggregate_transitions(days[seeds], M, pos, P, dist, eps)
+    pi_bar = profiles[seeds].mean(axis=0)
     progress(1, 3, "semantic similarities")
-    G, sims = semantic_graph(profiles, w, partners, rng, M)
+    G, sims = semantic_graph(profiles[seeds], w, partners, rng, M)
     progress(2, 3, "semantic clustering")
-    classes = cluster_locations(G, profiles.any(axis=(0, 1)), clusters, int(rng.integers(2**31)))
-    n_alt = int(np.floor(alt_fraction * N))
-    alternative = np.zeros(N, dtype=bool)
-    alternative[rng.permutation(N)[:n_alt]] = True
+    visited = profiles[seeds].any(axis=(0, 1))
+    if clusters == "auto":
+        kappa, classes, tried = choose_kappa(G, visited, int(rng.integers(2**31)))
+    elif isinstance(clusters, (int, np.integer)) and not isinstance(clusters, bool) and clusters >= 1:
+        kappa, tried = int(clusters), None
+        classes = cluster_locations(G, visited, kappa, int(rng.integers(2**31)))
+    else:
+        raise ValueError(f"clusters must be an integer >= 1 or 'auto', got {clusters!r}")
     progress(3, 3, "done")
-    params = dict(periods=P, clusters=int(clusters), partners=int(partners), alt_fraction=float(alt_fraction),
+    params = dict(periods=P, clusters=kappa, clusters_tried=tried, partners=int(partners),
+                  alt_fraction=float(alt_fraction),
                   eps=float(eps), seed=seed, slots_per_day=T, training_users=N,
                   semantic_similarity_mean=float(sims.mean()), pairs=len(sims))
     return SGLTModel(seeds=days, seed_days=n_days, alternative=alternative, classes=classes,
@@ -361,7 +419,8 @@ class SGLTSynthesizer:
             reads the seed at the model slot holding its clock time).
         par_c, par_l, par_m, par_v: semantic seed and Viterbi randomness (sec. 4.1-4.2).
         par_s, par_i, par_d, k: privacy test thresholds (sec. 4.4).
-        max_tries: draws of a fake before it is given up as failing the test.
+        max_tries: draws per fake on average: the set may take max_tries x users draws in
+            all before the generation fails (a failing fake is never written).
         width: at most this many members of a class are candidates at a step
             (a random subset per fake, on top of par_c; bounds the Viterbi's W^2 work).
         pd_candidates: alternatives examined per fake for plausible deniability
@@ -502,17 +561,22 @@ class SGLTSynthesizer:
 
         Args:
             fakes: (n, n_days, S) fake regions; seeds: (n,) seed users; seq: the seed
-                locations at the same slots (what the fakes were decoded from).
+                locations at the same slots (what the fakes were decoded from; not used by the tests).
 
         Returns:
-            dict of (n,) arrays: ``sim_g``, ``intersection``, ``alternatives`` (qualifying
-            alternatives found, at most k-1 are looked for), ``geo_ok``, ``int_ok``, ``pd_ok``, ``accept``.
+            dict of (n,) arrays: ``sim_g``, ``intersection`` (share of the fake's events at
+            locations the seed visited), ``alternatives`` (qualifying alternatives found, at most
+            k-1 are looked for), ``geo_ok``, ``int_ok``, ``pd_tested`` (deniability examined: only
+            fakes passing the other two), ``pd_ok``, ``accept``.
         """
         m = self.model
         pf = self.fake_profiles(fakes)
         ps = m.profiles[seeds].astype(np.float64)
         sim_g = np.einsum("p,np->n", self.w, np.minimum(pf, ps).sum(axis=2))
-        inter = (fakes == seq).mean(axis=(1, 2))
+        # Intersection (sec. 4.4): share of the fake's events at a location its seed visited (any period,
+        # any training day of the seed): "the exact locations visited by the individual are not present".
+        visited = ps.any(axis=1)                                             # (n, M)
+        inter = np.take_along_axis(visited, fakes.reshape(len(fakes), -1).astype(np.int64), axis=1).mean(axis=1)
         need = int(self.p["k"]) - 1
         found = np.zeros(len(fakes), dtype=np.int64)
         par_d = float(self.p["par_d"])
@@ -530,46 +594,75 @@ class SGLTSynthesizer:
                         found[i] += 1
                         if found[i] >= need:
                             break
-        pd_ok = found >= need
+        pd_tested = geo_ok & int_ok
+        pd_ok = pd_tested & (found >= need)
         return dict(sim_g=sim_g, intersection=inter, alternatives=found, geo_ok=geo_ok, int_ok=int_ok,
-                    pd_ok=pd_ok, accept=geo_ok & int_ok & pd_ok)
+                    pd_tested=pd_tested, pd_ok=pd_ok, accept=geo_ok & int_ok & pd_ok)
 
     # -- sets -------------------------------------------------------------------
     def sample_set(self, users: int, n_days: int, rng: np.random.Generator, progress=None) -> np.ndarray:
-        """(users, n_days, S) int32 fake regions; ``self.stats`` holds the privacy-test report."""
+        """(users, n_days, S) int32 fake regions, every one of which passed the privacy test.
+
+        Fakes failing the test are dropped and drawn again from a new seed
+        (Fig. 2 releases only fakes that pass) until the set is full; at most
+        ``max_tries`` x ``users`` draws in all, after which the generation
+        fails with :class:`PrivacyTestError` (which test failed how often,
+        which parameter to relax). ``self.stats``: users, draws, dropped, and
+        per test the draws it rejected (deniability counts only the draws it
+        examined: those passing the other two tests).
+        """
         if len(self.seed_users) == 0:
             raise ValueError("the model has no seed users (alt_fraction left none)")
         if int(self.p["k"]) > 1 and len(self.alt_users) < int(self.p["k"]) - 1:
             raise ValueError(f"plausible deniability with k={self.p['k']} needs {int(self.p['k']) - 1} "
                              f"alternative users; the model has {len(self.alt_users)}")
         out = np.empty((users, n_days, self.S), dtype=np.int32)
+        self.seed_of = np.full(users, -1, dtype=np.int64)         # each fake's seed (tests; never written)
         todo = np.arange(users)
-        tries = np.zeros(users, dtype=np.int64)
-        last = []
-        last_try = int(self.p["max_tries"]) - 1
-        for attempt in range(last_try + 1):
+        budget = int(self.p["max_tries"]) * users
+        counts = dict(draws=0, failing_geo=0, failing_intersection=0, deniability_tested=0, failing_deniability=0)
+        while len(todo) and counts["draws"] < budget:
+            now, later = todo[:budget - counts["draws"]], todo[budget - counts["draws"]:]
             failed = []
-            for lo in range(0, len(todo), self.batch):                     # bounded memory per batch
-                idx = todo[lo:lo + self.batch]
+            for lo in range(0, len(now), self.batch):                      # bounded memory per batch
+                idx = now[lo:lo + self.batch]
                 seeds = rng.choice(self.seed_users, size=len(idx))
                 seq = self._seed_days(seeds, n_days, rng)
                 fakes = self._decode(self._candidates(seq, rng), rng)
                 test = self.privacy_test(fakes, seeds, seq, rng)
                 ok = test["accept"]
-                final = ok | (attempt == last_try)
-                out[idx[final]] = fakes[final]
+                out[idx[ok]] = fakes[ok]                                    # only fakes that pass are kept
+                self.seed_of[idx[ok]] = seeds[ok]
                 failed.append(idx[~ok])
-                if attempt == last_try:
-                    last.append({k: v[~ok] for k, v in test.items()})
-            tries[todo] += 1
-            todo = np.concatenate(failed) if failed else todo[:0]
+                counts["draws"] += len(idx)
+                counts["failing_geo"] += int((~test["geo_ok"]).sum())
+                counts["failing_intersection"] += int((~test["int_ok"]).sum())
+                counts["deniability_tested"] += int(test["pd_tested"].sum())
+                counts["failing_deniability"] += int((test["pd_tested"] & ~test["pd_ok"]).sum())
+            todo = np.concatenate(failed + [later])
             if progress:
-                progress(users - len(todo), users, f"fakes accepted after {attempt + 1} draw(s)")
-            if len(todo) == 0:
-                break
-        last = {k: np.concatenate([d[k] for d in last]) for k in last[0]} if last else {}
-        self.stats = dict(users=users, draws=int(tries.sum()), failing=int(len(todo)),
-                          failing_geo=int((~last["geo_ok"]).sum()) if len(todo) else 0,
-                          failing_intersection=int((~last["int_ok"]).sum()) if len(todo) else 0,
-                          failing_deniability=int((~last["pd_ok"]).sum()) if len(todo) else 0)
+                progress(users - len(todo), users, f"fakes accepted after {counts['draws']} draws")
+        self.stats = dict(users=users, **counts, dropped=counts["draws"] - (users - len(todo)), failing=0)
+        if len(todo):
+            raise PrivacyTestError(self._failure_message(users, len(todo), counts))
         return out
+
+    def _failure_message(self, users: int, missing: int, counts: dict) -> str:
+        """Which test rejected how many draws, and which parameter relaxes it."""
+        p = self.p
+        draws = counts["draws"]
+        parts = [f"geographic similarity > par_s = {p['par_s']}: {counts['failing_geo']} of {draws} draws",
+                 f"intersection with the seed's locations > par_i = {p['par_i']}: {counts['failing_intersection']} "
+                 f"of {draws}",
+                 f"plausible deniability (fewer than k-1 = {int(p['k']) - 1} alternatives within par_d = "
+                 f"{p['par_d']}): {counts['failing_deniability']} of the {counts['deniability_tested']} examined"]
+        worst = max(("par_s", counts["failing_geo"]), ("par_i", counts["failing_intersection"]),
+                    ("par_d or k", counts["failing_deniability"]), key=lambda kv: kv[1])[0]
+        # The action first: a job's message keeps only its first 300 characters.
+        return (f"sglt: {missing} of {users} fakes still fail the privacy test after {draws} draws; relax {worst} "
+                f"(or raise max_tries = {p['max_tries']}): a failing fake is never written. Rejected by "
+                f"{'; '.join(parts)}.")
+
+
+class PrivacyTestError(ValueError):
+    """The set could not be filled with fakes that pass the privacy test within the draw budget."""

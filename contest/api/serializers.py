@@ -229,6 +229,12 @@ class UploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV", allow_empty_file=True)
 
 
+class TrainingDataSerializer(UploadSerializer):
+    kind = serializers.ChoiceField(choices=[Round.TRAINING_TRACES, Round.TRAINING_MODEL],
+                                   help_text="traces: user_id,time_id,reg_id on the contest's slots; "
+                                             "model: an .npz of python -m synth train")
+
+
 class AttackUploadSerializer(UploadSerializer):
     kind = serializers.ChoiceField(choices=[Attack.ETABLE, Attack.ETRACES])
 

@@ -36,6 +36,7 @@ urlpatterns = [
     path("jobs/<int:pk>/retry/", v.JobRetry.as_view(), name="api-job-retry"),
     path("rounds/<int:pk>/generate/", v.RoundGenerate.as_view(), name="api-round-generate"),
     path("rounds/<int:pk>/close/", v.RoundClose.as_view(), name="api-round-close"),
+    path("rounds/<int:pk>/training/", v.RoundTraining.as_view(), name="api-round-training"),
     path("rounds/<int:pk>/open-attack/", v.RoundOpenAttack.as_view(), name="api-round-open-attack"),
     path("rounds/<int:pk>/info_region.csv", v.RoundFile.as_view(), {"which": "info_region"}, name="api-info-region"),
     path("rounds/<int:pk>/info_time.csv", v.RoundFile.as_view(), {"which": "info_time"}, name="api-info-time"),

@@ -18,7 +18,7 @@ from contest.api import serializers as S
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import announcements as announcements_service
 from contest.services import results as results_service
-from contest.services import schedule, storage, uploads
+from contest.services import schedule, storage, training_data, uploads
 from contest.services import setup as setup_service
 from contest.services import teams as teams_service
 from contest.services.generation import request_generation
@@ -388,6 +388,33 @@ class RoundGenerate(_OrganizerCommand):
         with transaction.atomic():
             job = request_generation(rnd, user=request.user)
         return self._job_response(job)
+
+
+class RoundTraining(_OrganizerCommand):
+    """The organizer's own training data of a round (contest.services.training_data): organizers only."""
+
+    parser_classes = [MultiPartParser, FormParser]
+
+    def _summary(self, rnd) -> dict:
+        from contest.services.generation import synthesizer_summary
+        return {"training": training_data.training_summary(rnd), "synthesizer": synthesizer_summary(rnd.manifest or {})}
+
+    @extend_schema(responses={200: OpenApiResponse(description="which data trains the round (kind, name, size, "
+                                                               "sha256; null = the built-in city) and its ledger")})
+    def get(self, request, pk):
+        rnd = get_object_or_404(Round.objects.select_related("contest", "training_data"), pk=pk)
+        self.organized(request, rnd.contest)
+        return Response(self._summary(rnd))
+
+    @extend_schema(request=S.TrainingDataSerializer, responses={201: OpenApiResponse(description="as GET")})
+    def post(self, request, pk):
+        """Give the round training traces, or a model trained offline, before its data is generated."""
+        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        self.organized(request, rnd.contest)
+        content, name, fields = _upload(request, S.TrainingDataSerializer)
+        training_data.give_training_data(rnd, user=request.user, content=content.read(), name=name,
+                                         kind=fields["kind"])
+        return Response(self._summary(rnd), status=status.HTTP_201_CREATED)
 
 
 class RoundClose(_OrganizerCommand):

@@ -51,7 +51,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
-from contest.services import analyses, audit, data, figures, jobs, round_figures, storage
+from contest.services import analyses, audit, data, figures, jobs, round_figures, storage, training_data
 from scoring.traces import Traces
 from synth.city import CityModel
 from synth.generate import (
@@ -100,9 +100,12 @@ def train_round_model(round_: Round, job=None):
         jobs.progress(job, 0.9 * done / max(total, 1), f"training {method}: {message}")
 
     training = set(SCHEMAS[method]["training"]) | {"train_users", "train_days"}
-    model = train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
-                                city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
-                                **{k: p[k] for k in training if k in p})
+    # The organizer's own training traces when given (contest.services.training_data), else the built-in city.
+    model = training_data.train_round_model(round_, method, contest.grid(), round_.time_axis(),
+                                            seed=_round_seed(round_), params=p, progress=prog) \
+        or train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
+                               city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
+                               **{k: p[k] for k in training if k in p})
     buf = io.BytesIO()
     model.save(buf)
     with transaction.atomic():
@@ -316,9 +319,14 @@ def synthesizer_summary(manifest: dict) -> dict | None:
     reports = [s.get("report") or {} for s in manifest.get("sets", [])]
     return {"generator": manifest["generator"],
             "budget": [[data, eps] for data, eps in sorted((privacy or {}).get("totals", {}).items())],
+            # Per mechanism: epsilon and the sensitivity its noise is calibrated on (what synth.audit checks).
+            "parts": [[m["mechanism"], m["epsilon"], m["sensitivity"]] for m in (privacy or {}).get("mechanisms", [])],
             "per_user": (privacy or {}).get("per_user"),
             "failing": sum(int(r.get("failing", 0)) for r in reports),
             "tested": any("failing" in r for r in reports),
+            # sglt writes only fakes that pass: how many were drawn, and dropped for failing the test
+            "drawn": sum(int(r.get("draws", 0)) for r in reports),
+            "dropped": sum(int(r.get("dropped", 0)) for r in reports),
             "planted": sum(int(r.get("colocations_planted", 0)) for r in reports)
             if any("colocations_planted" in r for r in reports) else None}
 

@@ -71,7 +71,8 @@ def _files_of(contest) -> list:
     """Every stored file the contest refers to, in id order."""
     refs = set()
     for r in m.Round.objects.filter(contest=contest):
-        refs.update(x for x in (r.model_file_id, r.info_region_id, r.info_time_id) if x)
+        # the organizer's training data too: the export is the organizers' (and a row must find its file)
+        refs.update(x for x in (r.model_file_id, r.info_region_id, r.info_time_id, r.training_data_id) if x)
     for d in m.Dataset.objects.filter(round__contest=contest):
         refs.update(x for x in (d.reference_id, d.original_id, d.population_id) if x)
     for a in m.AnonymizedSet.objects.filter(dataset__round__contest=contest).values("file_id", "population_id"):

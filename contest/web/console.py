@@ -37,7 +37,18 @@ from contest.models import (
     Round,
     Team,
 )
-from contest.services import announcements, audit, bundles, jobs, judge, results, schedule, setup, teams
+from contest.services import (
+    announcements,
+    audit,
+    bundles,
+    jobs,
+    judge,
+    results,
+    schedule,
+    setup,
+    teams,
+    training_data,
+)
 from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
 from scoring.results import default_round_weight
@@ -137,6 +148,7 @@ def console_contest(request, slug):
             "n_public": PublicSet.objects.filter(dataset__round=r).count(),
             "n_attacks": Attack.objects.filter(target__dataset__round=r).count(),
             "synth": synthesizer_summary(r.manifest or {}),
+            "training": training_data.training_summary(r),
         })
     teams = contest.teams.annotate(n_members=Count("memberships")).order_by("number")
     snapshots = contest.snapshots.order_by("-created_at", "-id")[:5]
@@ -233,6 +245,27 @@ def generate(request, slug, round_id):
         job = request_generation(rnd, user=request.user)
     messages.success(request, _("Data generation for %(round)s started (job %(job)s).") % {"round": rnd.name, "job": job.pk})
     return redirect("web:console_job", slug, job.pk)
+
+
+@login_required
+@require_POST
+def give_training(request, slug, round_id):
+    """The organizer's own training traces or offline model for a round (before generation)."""
+    from contest.services.uploads import RuleViolation
+    contest = _organizer_contest(request, slug)
+    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    f = request.FILES.get("file")
+    if f is None:
+        messages.error(request, _("Choose a file of training traces or a model."))
+        return _back(slug, "#rounds")
+    try:
+        training_data.give_training_data(rnd, user=request.user, content=f.read(), name=f.name,
+                                         kind=request.POST.get("kind", ""))
+    except RuleViolation as exc:
+        messages.error(request, str(exc))
+        return _back(slug, "#rounds")
+    messages.success(request, _("%(round)s will be trained on %(name)s.") % {"round": rnd.name, "name": f.name})
+    return _back(slug, "#rounds")
 
 
 @login_required

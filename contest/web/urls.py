@@ -48,6 +48,7 @@ urlpatterns = [
     path("console/<slug:slug>/", console.console_contest, name="console_contest"),
     path("console/<slug:slug>/rounds/add/", console.add_round, name="console_add_round"),
     path("console/<slug:slug>/rounds/<int:round_id>/generate/", console.generate, name="console_generate"),
+    path("console/<slug:slug>/rounds/<int:round_id>/training/", console.give_training, name="console_training"),
     path("console/<slug:slug>/phases/<int:phase_id>/close/", console.close_phase, name="console_close_phase"),
     path("console/<slug:slug>/phases/<int:phase_id>/schedule/", console.reschedule_phase, name="console_schedule_phase"),
     path("console/<slug:slug>/rounds/<int:round_id>/open-attack/", console.open_attack, name="console_open_attack"),

@@ -104,3 +104,31 @@ def test_paper_findings_hold_on_generated_data(generated):
     rho = correlation([s_i[k] for k in honest], [s_t[k] for k in honest])
     print(f"s_I,min {s_i}\ns_T,min {s_t}\ncorrelation over honest sets {rho:.3f}")
     assert rho > 0.5, (rho, s_i, s_t)
+
+
+def test_command_line_path_plays_like_2019(pwscup2019, tmp_path):
+    """``python -m synth city`` -> ``train`` -> ``generate`` at their defaults is the platform's path: the city
+    writes the contest's full day (6:00-18:00), train reads its clock from info_time.csv, generation cuts the
+    contest's window. Measured with ``calibrate --model`` at 400 users against the first 400 of Osaka (the
+    8:00-18:00 training of before gave I3 s_I 0.59 at 2000 users, 2019: 0.889)."""
+    from scoring.io import read_traces
+    from synth.cli import main
+    from synth.methods import load_model
+    city, model_path = tmp_path / "city", tmp_path / "model.npz"
+    assert main(["city", "--out", str(city)]) == 0
+    assert (city / "info_time.csv").read_text().count("\n") > 1
+    assert main(["train", str(city / "traintraces.csv"), "--out", str(model_path)]) == 0
+    model = load_model(model_path)
+    assert (model.T, model.slot_start_minute, model.slot_minutes) == (24, 360, 30)   # the platform's full day
+    rows, _ = calibrate.run(users=USERS, seed=1, osaka=None, model=model)
+    folder = pwscup2019 / "osaka"
+    grid = Grid.from_info_region(folder / "info_region.csv")
+    ref = _first_users(read_traces(folder / "reftraces_team001_data01_IDP.csv", grid), USERS)
+    org = _first_users(read_traces(folder / "orgtraces_team001_data01_IDP.csv", grid), USERS)
+    gaps = calibrate.differences(rows[0], calibrate.measure("2019 Osaka", grid, ref, org, 20, seed=1))
+    assert gaps["first_last_gap"] <= calibrate.FIRST_LAST_TOLERANCE, gaps
+    assert gaps["max_score_gap"] <= 0.08, (gaps, rows[0].scores)               # as the platform's test above
+    out = tmp_path / "round"
+    assert main(["generate", str(model_path), "--teams", "1", "--users", "30", "--ref-days", "2",
+                 "--org-days", "2", "--out", str(out)]) == 0
+    assert read_traces(out / "orgtraces_team001_data01_IDP.csv", grid).L == 40

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from scoring.grid import Grid
+from scoring.traces import Traces
 from synth import coloc
 from synth.city import CityModel
-from synth.common import as_days
 
 GRID = Grid(nx=12, ny=12, hospitals=())
 
@@ -32,22 +32,35 @@ def test_friendship_noise_has_the_node_dp_scale():
     assert np.abs(draws - p).mean() == pytest.approx(scale, rel=0.06)      # E|Lap(b)| = b
 
 
-def test_colocation_matrix_laplace_scale_and_trimming(traces):
-    eps2, c = 0.5, 3
-    model = coloc.train(traces, GRID, eps2=eps2, c=c, seed=1)
-    days, _ = as_days(traces, 20)
-    flat = days.reshape(len(days), -1)
+def test_colocation_matrix_laplace_scale_and_read_instants(traces):
+    eps2, c = 0.5, 7
+    model = coloc.train(traces, GRID, eps2=eps2, c=c, min_users=60, seed=1)
+    flat = np.asarray(traces.regions)
     edges = coloc.infer_friends(flat, 3)
-    assert model.params["friendships"] == len(edges) > 0
-    u, v, col, x = coloc.friend_colocations(flat, edges)
-    keep = coloc.trim_colocations(u, v, col, c)
-    per_user = np.bincount(np.concatenate([u[keep], v[keep]]), minlength=len(days))
-    assert per_user.max() <= c and keep.sum() < len(u)                    # trimming bites, each user <= c
-    Q = coloc.trimmed_counts(u, v, col, x, np.tile(np.arange(20), days.shape[1]), 20, GRID.M, c)
-    assert Q.sum() == keep.sum()
+    assert model.training_stats["friendships"] == len(edges) > 0
+    read = coloc.read_instants(traces.time_ids, 20, c)
+    assert list(read) == [0, 1, 22, 23, 44, 45, 66]             # slots 0..6, spread over the 4 days
+    Q = coloc.colocation_counts(flat, edges, read, (np.asarray(traces.time_ids) - 1) % 20, 20, GRID.M)
+    col, x = coloc.colocation_sites(flat[:, read], edges)
+    assert Q.sum() == len(col) > 0 and Q.max() <= 1               # a site counts once, whoever is there
+    together = [(flat[a, read[k]] == x_) & (flat[b, read[k]] == x_) for a, b in edges for k, x_ in zip(col, x)]
+    assert np.array(together).reshape(len(edges), len(col)).any(axis=0).all()
     assert np.abs(model.Q - Q).mean() == pytest.approx(c / eps2, rel=0.05)  # Proposition 2: Lap(c / eps2)
     entry = model.ledger()["mechanisms"][1]
     assert entry["scale"] == pytest.approx(c / eps2) and entry["sensitivity"] == c
+
+
+def test_transition_trimming_depends_on_the_user_alone(traces):
+    counts = coloc.transition_counts(traces, 20, GRID.M, 5, salt=9)
+    assert counts.sum() == 5 * traces.m
+    user, t, _s, _d = coloc.user_transitions(traces, 20)
+    assert len(user) == traces.m * 4 * 19                         # 19 transitions a day, none across days
+    # Dropping users 0..39 leaves the others' kept transitions as they were.
+    rest = Traces(traces.user_ids[40:], traces.time_ids, np.asarray(traces.regions)[40:])
+    one = Traces(traces.user_ids[40:41], traces.time_ids, np.asarray(traces.regions)[40:41])
+    alone = coloc.transition_counts(one, 20, GRID.M, 5, salt=9)
+    assert alone.sum() == 5
+    assert np.all(coloc.transition_counts(rest, 20, GRID.M, 5, salt=9) >= alone)
 
 
 def test_privelet_transform_and_noise_scales():
@@ -76,16 +89,17 @@ def test_privelet_transform_and_noise_scales():
 
 
 def test_budget_counts_the_traces_twice(traces):
-    inferred = coloc.train(traces, GRID, eps1=0.5, eps2=1.0, eps3=2.0, seed=0)
+    inferred = coloc.train(traces, GRID, eps1=0.5, eps2=1.0, eps3=2.0, min_users=80, seed=0)
     led = inferred.ledger()
     assert led["totals"] == {"training traces": 3.5}                       # p' came from the traces too
     assert led["per_user"] == 3.5
     friends = np.array([[0, 1], [1, 2], [3, 4]])
-    given = coloc.train(traces, GRID, friends=friends, eps1=0.5, eps2=1.0, eps3=1.0, seed=0)
+    given = coloc.train(traces, GRID, friends=friends, eps1=0.5, eps2=1.0, eps3=1.0, min_users=40, seed=0)
     led = given.ledger()
-    assert led["totals"] == {"friendship graph": 0.5, "training traces": 2.0}   # eps2 + eps3, not eps2
-    assert [m["scale"] for m in led["mechanisms"]] == pytest.approx([2 / (80 * 0.5), 5.0, 5.0])
-    assert given.params["friendships"] == 3 and not given.params["friends_inferred"]
+    # Q' reads the graph too (eps1 + eps2), the traces twice (eps2 + eps3, not eps2)
+    assert led["totals"] == {"friendship graph": 1.5, "training traces": 2.0} and led["per_user"] == 2.5
+    assert [m["scale"] for m in led["mechanisms"]] == pytest.approx([2 / (40 * 0.5), 5.0, 5.0])
+    assert given.training_stats["friendships"] == 3 and not given.params["friends_inferred"]
 
 
 def test_erdos_renyi_graph():
@@ -96,7 +110,7 @@ def test_erdos_renyi_graph():
 
 
 def test_colocations_planted_as_asked(traces):
-    model = coloc.train(traces, GRID, eps1=50.0, seed=0)
+    model = coloc.train(traces, GRID, eps1=50.0, min_users=80, seed=0)
     syn = coloc.ColocSynthesizer(model, theta=120)
     out = syn.sample_set(150, 3, np.random.default_rng(3))
     ev, friends = syn.events, syn.friends
@@ -132,8 +146,8 @@ def test_constrained_viterbi_is_the_best_path_through_the_points():
 
 
 def test_reproducible_by_seed(traces, tmp_path):
-    a = coloc.train(traces, GRID, mechanism="wavelet", seed=4)
-    b = coloc.train(traces, GRID, mechanism="wavelet", seed=4)
+    a = coloc.train(traces, GRID, mechanism="wavelet", min_users=80, seed=4)
+    b = coloc.train(traces, GRID, mechanism="wavelet", min_users=80, seed=4)
     assert np.array_equal(a.Q, b.Q) and a.p_friend == b.p_friend
     a.save(tmp_path / "a.npz")
     a = coloc.ColocModel.load(tmp_path / "a.npz")
@@ -148,3 +162,5 @@ def test_bad_parameters_are_clear_errors(traces):
         coloc.train(traces, GRID, eps2=0)
     with pytest.raises(ValueError, match="mechanism 'gauss'"):
         coloc.train(traces, GRID, mechanism="gauss")
+    with pytest.raises(ValueError, match="at least min_users = 100 users .* got 80"):
+        coloc.train(traces, GRID)

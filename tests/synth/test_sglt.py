@@ -52,8 +52,8 @@ def test_one_period_similarity_matches_sorted_profiles():
 
 def test_model_shapes_and_classes(model, tmp_path):
     assert model.classes.shape == (GRID.M,)
-    visited = model.profiles.any(axis=(0, 1))
-    assert ((model.classes >= 0) == visited).all()                          # unvisited regions have no class
+    visited = model.profiles[~model.alternative].any(axis=(0, 1))
+    assert ((model.classes >= 0) == visited).all()                          # regions no seed visited: no class
     assert np.allclose(model.p_bar.sum(axis=2), 1.0, atol=1e-5)
     assert model.alternative.sum() == 30                                   # alt_fraction 0.5 of 60
     model.save(tmp_path / "m.npz")
@@ -95,7 +95,7 @@ def test_privacy_test_acceptance_rule(model):
     for i in range(len(fakes)):
         ps = model.profiles[seeds[i]].astype(float)
         sim_g = float(np.einsum("p,p->", w, np.minimum(pf[i], ps).sum(1)))
-        inter = float((fakes[i] == seq[i]).mean())
+        inter = float(ps.any(axis=0)[fakes[i]].mean())                  # events at places the seed visited
         assert test["sim_g"][i] == pytest.approx(sim_g)
         assert test["intersection"][i] == pytest.approx(inter)
         own = sglt.semantic_similarity(ps, pf[i], w)[0]
@@ -110,11 +110,48 @@ def test_privacy_test_acceptance_rule(model):
     assert not test["accept"][:5].any()                                    # a copy of the seed never passes
 
 
-def test_rejected_fakes_are_counted_not_hidden(model):
+def test_only_fakes_passing_the_test_are_written(model):
+    syn = sglt.SGLTSynthesizer(model, k=3, par_d=0.05, par_s=0.5, par_i=0.3, pd_candidates=1000, max_tries=30)
+    out = syn.sample_set(40, 2, np.random.default_rng(0))
+    st = syn.stats
+    assert st["draws"] > 40 and st["dropped"] == st["draws"] - 40 and st["failing"] == 0   # some were dropped
+    assert st["failing_deniability"] <= st["deniability_tested"] <= st["draws"]
+    again = syn.privacy_test(out, syn.seed_of, None, np.random.default_rng(1))
+    assert again["accept"].all()                                           # every written fake passes
+
+
+def test_a_set_that_cannot_be_filled_fails_with_the_test_and_parameter(model):
     syn = sglt.SGLTSynthesizer(model, par_s=-1.0, max_tries=3)
-    out = syn.sample_set(10, 2, np.random.default_rng(0))
-    assert out.shape == (10, 2, 20)
-    assert syn.stats["failing"] == 10 and syn.stats["draws"] == 30 and syn.stats["failing_geo"] == 10
+    with pytest.raises(sglt.PrivacyTestError, match=r"10 of 10 fakes still fail the privacy test after 30 draws; "
+                       r"relax par_s .*geographic similarity > par_s = -1.0: 30 of 30 draws"):
+        syn.sample_set(10, 2, np.random.default_rng(0))
+    syn = sglt.SGLTSynthesizer(model, k=30, par_d=0.0, max_tries=2)
+    with pytest.raises(sglt.PrivacyTestError, match="relax par_d or k"):
+        syn.sample_set(5, 2, np.random.default_rng(0))
+
+
+def test_intersection_is_about_the_seeds_visited_locations(model):
+    syn = sglt.SGLTSynthesizer(model, par_i=1.0, par_s=1.0, k=1)
+    rng = np.random.default_rng(3)
+    seeds = rng.choice(syn.seed_users, size=30)
+    seq = syn._seed_days(seeds, 2, rng)
+    fakes = syn._decode(syn._candidates(seq, rng), rng)
+    shifted = np.roll(seq, 1, axis=2)                                       # the seed's places at other slots
+    test = syn.privacy_test(shifted, seeds, seq, rng)
+    assert (test["intersection"] == 1.0).all() and (shifted != seq).any()  # same-slot comparison missed these
+    strict = sglt.SGLTSynthesizer(model, par_i=0.0, par_s=1.0, k=1).privacy_test(fakes, seeds, seq, rng)
+    visited = model.profiles[seeds].any(axis=1)
+    hit = np.take_along_axis(visited, fakes.reshape(30, -1), axis=1).any(axis=1)
+    assert (strict["int_ok"] == ~hit).all()
+
+
+def test_aggregate_model_and_classes_come_from_the_seeds_only():
+    traces = CityModel(GRID, seed=2).simulate(60, 4, seed=3)
+    m = sglt.train(traces, GRID, slots_per_day=20, periods=2, clusters=8, partners=10, seed=5)
+    seeds = ~m.alternative
+    assert np.allclose(m.pi_bar, m.profiles[seeds].astype(float).mean(axis=0), atol=1e-6)
+    only_alt = m.profiles[m.alternative].any(axis=(0, 1)) & ~m.profiles[seeds].any(axis=(0, 1))
+    assert (m.classes[only_alt] == -1).all()                                # places only alternatives visited
 
 
 def test_reproducible_by_seed(model):
@@ -132,3 +169,19 @@ def test_bad_options_are_clear_errors(model):
         sglt.SGLTSynthesizer(model, par_c=1.5)
     with pytest.raises(ValueError, match="unknown sglt option"):
         sglt.SGLTSynthesizer(model, theta=3)
+
+
+def test_kappa_is_chosen_by_the_clustering_objective():
+    traces = CityModel(GRID, seed=2).simulate(60, 4, seed=3)
+    m = sglt.train(traces, GRID, slots_per_day=20, periods=2, partners=10, seed=5)           # clusters="auto"
+    tried = m.params["clusters_tried"]
+    assert set(tried) == {str(k) for k in sglt.KAPPA_CANDIDATES} and m.params["clusters"] == int(max(tried, key=tried.get))
+    assert m.n_classes == m.params["clusters"]
+    # The objective: a clustering along the graph's blocks beats a random one.
+    G = np.kron(np.eye(3), np.ones((4, 4))) + 0.01
+    visited = np.ones(12, bool)
+    assert sglt.clustering_quality(G, visited, np.repeat(np.arange(3), 4)) > 50
+    assert sglt.clustering_quality(G, visited, np.tile(np.arange(3), 4)) < 1
+    assert sglt.choose_kappa(G, visited, 0, candidates=(2, 3, 6))[0] == 3
+    with pytest.raises(ValueError, match="clusters must be an integer >= 1 or 'auto'"):
+        sglt.train(traces, GRID, clusters="many")

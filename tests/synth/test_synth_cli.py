@@ -29,7 +29,7 @@ def test_city_train_generate_metrics(tmp_path, capsys):
     assert main(["train", str(city / "traintraces.csv"), "--out", str(model_path),
                  "--iterations", "3", "--dim", "4", "--seed", "1"]) == 0
     model = PPMTFModel.load(model_path)
-    assert (model.nx, model.ny, model.T, model.K) == (16, 16, 20, 4)
+    assert (model.nx, model.ny, model.T, model.K) == (16, 16, 24, 4)          # the full day, 6:00-18:00
     assert model.params["sweeps"] == 3 and model.slot_minutes == 30.0
     err = capsys.readouterr().err
     assert "3/3 Gibbs sweep 3/3" in err                  # progress on stderr
@@ -102,7 +102,7 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
                  "--grid", str(tmp_path / "grid.csv")]) == 0
     names = {}
     for method, extra in (("ppmtf", ["--iterations", "2", "--dim", "3"]), ("sglt", ["--clusters", "6"]),
-                          ("coloc", ["--eps1", "5"])):
+                          ("coloc", ["--eps1", "5", "--min-users", "50", "--seed", "1"])):
         model_path = tmp_path / f"{method}.npz"
         assert main(["train", str(city / "traintraces.csv"), "--method", method, "--out", str(model_path),
                      *extra]) == 0
@@ -113,6 +113,8 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
                      "--org-days", "1", "--seed", "5", "--out", str(out), *options]) == 0
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["model"]["method"] == method
+        # No figure of the training data beside the generated data (60 training users, sglt's similarities).
+        assert not {"training_users", "semantic_similarity_mean", "pairs"} & set(manifest["model"]["params"])
         names[method] = {p.name for p in out.iterdir() if not p.name.startswith("friends_")}
         ref = read_traces(out / "reftraces_team001_data01_IDP.csv", grid)
         org = read_traces(out / "orgtraces_team001_data01_IDP.csv", grid)
@@ -149,3 +151,17 @@ def test_compare_writes_table_csv_and_plot(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["compare", "--help"])
     assert "--data {city,osaka}" in capsys.readouterr().out
+
+
+def test_calibrate_measures_any_trained_model(tmp_path, capsys):
+    city = tmp_path / "city"
+    assert main(["city", "--users", "40", "--days", "2", "--seed", "3", "--out", str(city)]) == 0
+    model = tmp_path / "sglt.npz"
+    assert main(["train", str(city / "traintraces.csv"), "--method", "sglt", "--clusters", "5",
+                 "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", "--model", str(model), "--users", "30", "--no-attacks", "--no-2019", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows[0]["name"] == "generated 30 x (2+2) (sglt)" and len(rows[0]["home_share"]) == 20
+    assert main(["calibrate", "--model", str(model), "--K", "4"]) == 2
+    assert "training options ['K'] do not apply" in capsys.readouterr().err
