@@ -22,6 +22,7 @@ from django.utils.translation import gettext as _
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, ResultsSnapshot, Team
 from contest.services import bundles
+from contest.upload_limits import contest_upload_limit
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
 from scoring.vocabulary import Challenge
@@ -51,6 +52,8 @@ def js_strings() -> dict:
         "upload_received": _("Upload complete; waiting for the server…"),
         "upload_failed": _("Upload failed (HTTP {code})."),
         "network_error": _("Network error: the upload did not reach the server."),
+        "upload_refused": _("Upload refused:"),
+        "file_too_large": _("{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
         "not_played": _("Not played yet: this round has no scores."),
     }
 
@@ -98,6 +101,7 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
         ctx["my_teams"] = []
         ctx["is_any_organizer"] = False
     ctx["is_contest_organizer"] = bool(contest) and permissions.is_organizer(user, contest)
+    ctx["upload_limit"] = contest_upload_limit(contest) if contest else None
     # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
     with timezone.override(contest.tz if contest else None):
         return render(request, template, ctx, status=status)

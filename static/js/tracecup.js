@@ -608,9 +608,32 @@
         }
       });
 
+      /* A failed upload says so where the result goes, in the card: never a silent reset. The
+         message is set as text (a server's message is never parsed as HTML). */
+      function refuse(message) {
+        if (status) { status.textContent = ""; }
+        if (bar) { bar.hidden = true; }
+        var box = document.createElement("div");
+        box.className = "msg msg-error";
+        box.setAttribute("role", "alert");
+        var lead = document.createElement("strong");
+        lead.textContent = t("upload_refused", "Upload refused:");
+        box.appendChild(lead);
+        box.appendChild(document.createTextNode(" " + message));
+        if (result) { result.innerHTML = ""; result.appendChild(box); } else if (status) { status.textContent = message; }
+      }
+
       form.addEventListener("submit", function (e) {
         if (!input.files || !input.files.length) { return; }  // let the server say what is missing
         e.preventDefault();
+        // The limit the page states (data-max-bytes, the contest's upload_size_limit): a file past it is
+        // refused before minutes of sending; the server checks again in any case.
+        var most = parseInt(form.getAttribute("data-max-bytes") || "0", 10);
+        if (most && input.files[0].size > most) {
+          refuse(fmt(t("file_too_large", "{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
+                     { name: input.files[0].name, size: humanBytes(input.files[0].size), limit: humanBytes(most) }));
+          return;
+        }
         var data = new FormData(form);
         var xhr = new XMLHttpRequest();
         xhr.open("POST", form.action || window.location.href);
@@ -638,8 +661,11 @@
           if (submit) { submit.disabled = false; }
           var data = null;
           try { data = JSON.parse(xhr.responseText); } catch (err) { data = null; }
-          if (!data) {
-            if (status) { status.textContent = fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }); }
+          if (!data || (!data.ok && data.html == null)) {
+            // Answered by something other than the upload view (the 413 of the size cap, a proxy's
+            // error page, a server error): its own message when it sent one, else the HTTP status.
+            var said = data && (data.message || (data.error && data.error.message));
+            refuse(said || fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }));
             return;
           }
           // A refused upload's message is shown once, in the result box (server-rendered and
@@ -663,9 +689,9 @@
             showChosen();
           }
         };
-        xhr.onerror = function () {
+        xhr.onerror = xhr.ontimeout = xhr.onabort = function () {
           if (submit) { submit.disabled = false; }
-          if (status) { status.textContent = t("network_error", "Network error: the upload did not reach the server."); }
+          refuse(t("network_error", "Network error: the upload did not reach the server."));
         };
         xhr.send(data);
       });

@@ -42,7 +42,7 @@ def test_a_plain_form_post_past_the_cap_gets_the_sites_error_page_with_its_polic
     assert r.status_code == 413 and r["Content-Type"].startswith("text/html")
     assert "script-src 'self'" in r["Content-Security-Policy"]
     page = r.content.decode()
-    assert "(50,000 bytes)" in page and "<html lang=\"ja\"" in page
+    assert "(50,000 バイト)" in page and "<html lang=\"ja\"" in page  # the message in the asker's language
 
 
 def test_a_streamed_body_is_stopped_at_the_cap_by_the_upload_handler(settings):

@@ -2,8 +2,8 @@
 
     .venv/bin/python contest/web/locale/update.py
 
-Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/`` and
-the validator's messages (``scoring/errors.py``)
+Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/``,
+``contest/upload_limits.py`` and the validator's messages (``scoring/errors.py``)
 (Django's ``makemessages``, which keeps the existing translations), writes
 ``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
 strings come out untranslated: translate them in the .po and run this again
@@ -31,6 +31,8 @@ def main() -> int:
         (work / "web").symlink_to(ROOT / "contest" / "web")
         (work / "templates").symlink_to(ROOT / "templates")
         (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
+        (work / "site").mkdir()  # messages made before a view runs (the 413 of the size cap)
+        (work / "site" / "upload_limits.py").symlink_to(ROOT / "contest" / "upload_limits.py")
         (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
         (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
         target = work / "locale" / "ja" / "LC_MESSAGES"
