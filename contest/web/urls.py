@@ -56,6 +56,7 @@ urlpatterns = [
     path("console/<slug:slug>/teams/<int:team_id>/approve/", console.approve_team, name="console_approve_team"),
     path("console/<slug:slug>/results/<str:action>/", console.results_action, name="console_results"),
     path("console/<slug:slug>/jobs/", console.console_jobs, name="console_jobs"),
+    path("console/<slug:slug>/jobs/count.json", console.console_jobs_count, name="console_jobs_count"),
     path("console/<slug:slug>/jobs/table.json", console.console_jobs_table, name="console_jobs_table"),
     path("console/<slug:slug>/jobs/<int:job_id>/", console.console_job, name="console_job"),
     path("console/<slug:slug>/jobs/<int:job_id>/status.json", console.console_job_status, name="console_job_status"),

@@ -726,7 +726,31 @@
     initConfirm(scope);
   }
 
+  /* ------------------------------------------------------------ messages where the user is */
+
+  /* After an action the server redirects to the section it came from (#rounds, #results, ...) and
+     the browser jumps there, past the messages at the top of the page. Put the messages under that
+     section's heading instead, so a refusal is read where the user is looking. */
+  function placeMessages() {
+    var list = document.querySelector("main > ul.messages");
+    if (!list || !window.location.hash) { return; }
+    var target = null;
+    try { target = document.getElementById(decodeURIComponent(window.location.hash.slice(1))); } catch (e) { target = null; }
+    if (!target || target === list || !target.closest("main")) { return; }
+    if (/^H[1-6]$/.test(target.tagName)) {
+      target.insertAdjacentElement("afterend", list);
+    } else if (/^(TR|TBODY|THEAD|TD|TH|LI)$/.test(target.tagName)) {
+      var holder = target.closest("table, ul, ol") || target;
+      holder.insertAdjacentElement("beforebegin", list);
+      target = list;
+    } else {
+      target.insertAdjacentElement("afterbegin", list);
+    }
+    target.scrollIntoView({ block: "start" });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    placeMessages();
     I18N = readJSON("tc-i18n") || {};
     document.documentElement.classList.add("js");
     // Without JS the page refreshes itself while a job runs (<noscript> meta
