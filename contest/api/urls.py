@@ -1,7 +1,8 @@
 """API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from contest.api import errors
 from contest.api import views as v
 
 urlpatterns = [
@@ -55,4 +56,6 @@ urlpatterns = [
     path("attacks/<int:pk>/", v.AttackDetail.as_view(), name="api-attack"),
     path("jobs/<int:pk>/", v.JobDetail.as_view(), name="api-job"),
     path("files/<int:pk>/", v.FileDownload.as_view(), name="api-file"),
+    # Last: any other address under /api/ answers the JSON error shape (also with DEBUG on).
+    re_path(r"^(?P<rest>.*)$", errors.not_found, name="api-not-found"),
 ]
