@@ -12,11 +12,13 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
 
 from contest import permissions
@@ -85,15 +87,21 @@ def issue_rows(issues) -> list[dict]:
     return rows
 
 
-def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,
-         nav: str | None = None, sub: str | None = None, status: int = 200):
-    """Render ``template`` with what the page frame (header, contest menu) needs."""
-    ctx = dict(context or {})
+def set_language_cookie(response, language: str) -> None:
+    """Remember the page language in Django's language cookie (read by ``LocaleMiddleware``); an
+    unknown language changes nothing."""
+    if language and check_for_language(language):
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=settings.LANGUAGE_COOKIE_AGE,
+                            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
+                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+                            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+
+
+def frame_context(request, contest: Contest | None = None, *, nav: str | None = None, sub: str | None = None) -> dict:
+    """What the page frame (header, contest menu, page script's strings) needs; also for Django's own
+    class-based views (the account pages: ``contest.web.accounts.FrameMixin``)."""
     user = request.user
-    ctx.setdefault("contest", contest)
-    ctx["nav"] = nav
-    ctx["sub"] = sub
-    ctx["js_strings"] = js_strings()
+    ctx = {"nav": nav, "sub": sub, "js_strings": js_strings()}
     if user.is_authenticated:
         ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
         ctx["is_any_organizer"] = is_any_organizer(user)
@@ -102,6 +110,15 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
         ctx["is_any_organizer"] = False
     ctx["is_contest_organizer"] = bool(contest) and permissions.is_organizer(user, contest)
     ctx["upload_limit"] = contest_upload_limit(contest) if contest else None
+    return ctx
+
+
+def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,
+         nav: str | None = None, sub: str | None = None, status: int = 200):
+    """Render ``template`` with what the page frame (header, contest menu) needs."""
+    ctx = dict(context or {})
+    ctx.setdefault("contest", contest)
+    ctx.update(frame_context(request, contest, nav=nav, sub=sub))
     # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
     with timezone.override(contest.tz if contest else None):
         return render(request, template, ctx, status=status)

@@ -21,7 +21,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
 from rest_framework.authtoken.models import Token
 
@@ -44,6 +43,7 @@ from .common import (
     js_strings,
     page,
     phase_rows,
+    set_language_cookie,
     visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
@@ -67,12 +67,7 @@ def switch_language(request):
                                            require_https=request.is_secure()):
         target = "/"
     response = redirect(target)
-    language = params.get("language", "")
-    if language and check_for_language(language):
-        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=settings.LANGUAGE_COOKIE_AGE,
-                            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
-                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-                            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+    set_language_cookie(response, params.get("language", ""))
     return response
 
 
@@ -512,7 +507,8 @@ def api_token(request):
         Token.objects.filter(user=request.user).delete()
         token = Token.objects.create(user=request.user)
         messages.success(request, _("A new token was created; the old one no longer works."))
-        return redirect("web:token")
+        back = request.POST.get("next", "")  # the account page's form comes back to it
+        return redirect(back if back.startswith(reverse("web:account")) else "web:token")
     token = Token.objects.filter(user=request.user).first()
     if token is None:
         token = Token.objects.create(user=request.user)
