@@ -150,7 +150,7 @@ def rename_team(request, slug, team_id):
         messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
         return _back(team)
     try:
-        teams.rename_team(team, name, actor=request.user)
+        team = teams.rename_team(team, name, actor=request.user)
     except teams.TeamError as exc:
         messages.error(request, _("The team was not renamed: %(reason)s.") % {"reason": _(str(exc))})
     else:
