@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +19,7 @@ from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils import timezone
-from django.utils.translation import check_for_language
+from django.utils.translation import check_for_language, ngettext
 from django.utils.translation import gettext as _
 
 from contest import permissions
@@ -77,14 +78,32 @@ def issue_rows(issues) -> list[dict]:
                  "code": getattr(i, "code", ""), "params": getattr(i, "params", {})}
         text = i.get("message") or ""
         code = i.get("code")
+        value = localized_value(i.get("value"))
         if code in MESSAGES:
             try:
-                text = render_issue(_(MESSAGES[code]), i.get("column"), i.get("value"), i.get("params") or {})
+                text = render_issue(_(MESSAGES[code]), i.get("column"), value, i.get("params") or {})
             except (KeyError, IndexError, ValueError):  # a translation with a broken placeholder
                 pass
-        value = i.get("value")
-        rows.append({**i, "text": text, "show_value": value not in (None, "") and str(value) not in text})
+        rows.append({**i, "value": value, "text": text,
+                     "show_value": value not in (None, "") and str(value) not in text})
     return rows
+
+
+#: The length note ``scoring.errors.show_value`` / ``show_bytes`` put after a cut value: "... (313 bytes)".
+_CUT_VALUE = re.compile(r"\.\.\. \((\d+) (bytes|characters)\)$")
+
+
+def localized_value(value):
+    """A stored (English) file value with its length note in the page language; other values unchanged."""
+    if not isinstance(value, str):
+        return value
+    match = _CUT_VALUE.search(value)
+    if not match:
+        return value
+    n = int(match.group(1))
+    note = (ngettext("%(n)s byte", "%(n)s bytes", n) if match.group(2) == "bytes"
+            else ngettext("%(n)s character", "%(n)s characters", n)) % {"n": f"{n:,}"}
+    return f"{value[:match.start()]}… ({note})"
 
 
 def set_language_cookie(response, language: str) -> None:

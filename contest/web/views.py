@@ -364,10 +364,15 @@ def attack_matrix_csv(request, slug):
                          for c in cells))
 
 
+def _label(text: str) -> str:
+    """A chart label in the page language when the catalog has it (never gettext's "" header)."""
+    return _(text) if text else text
+
+
 def award_title(name: str) -> tuple[str, str]:
-    """(title in the page language, rule) of an award (the titles live in contest.services.results)."""
+    """(title, rule) of an award in the page language (both live in contest.services.results)."""
     title, rule = results.award_title(name)
-    return _(title), rule
+    return _(title), _label(rule)
 
 
 def awards(request, slug):
@@ -427,7 +432,8 @@ def plots(request, slug):
     # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
     # before the job stored them per round has none: the figure is then empty).
     samples = (rv.data.get("sample_anonymizers") or {}).get(str(choice)) or []
-    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": s.get("label") or s.get("algorithm", ""),
+    # labels are the paper's notation ("PL(4,1)") or words the catalog holds ("No obfuscation")
+    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": _label(s.get("label") or s.get("algorithm", "")),
                     "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}
                    for s in samples]
     fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
