@@ -717,7 +717,38 @@
     });
   }
 
+  /* Tables marked data-phone-cards read as cards on a phone (CSS): each body cell gets its column's
+     header text as data-label (colspans followed), set again whenever a live part re-renders rows. */
+  function initPhoneCards(scope) {
+    var tables = Array.prototype.slice.call(scope.querySelectorAll("table[data-phone-cards]"));
+    if (scope.closest) {
+      var own = scope.closest("table[data-phone-cards]");
+      if (own && tables.indexOf(own) < 0) { tables.push(own); }
+    }
+    tables.forEach(function (table) {
+      var heads = [];
+      var row = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+      if (!row) { return; }
+      Array.prototype.forEach.call(row.cells, function (th) {
+        var text = th.textContent.replace(/\s+/g, " ").trim();
+        for (var k = 0; k < (th.colSpan || 1); k++) { heads.push(text); }
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (tr) {
+          var col = 0;
+          Array.prototype.forEach.call(tr.cells, function (cell) {
+            if (cell.tagName === "TD" && heads[col] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", heads[col]);
+            }
+            col += cell.colSpan || 1;
+          });
+        });
+      });
+    });
+  }
+
   function initAll(scope) {
+    initPhoneCards(scope);
     initSelectOnFocus(scope);
     initSortable(scope);
     initCharts(scope);
