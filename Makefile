@@ -9,13 +9,14 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test bench bench-full venv clean help
+.PHONY: demo demo-reset test bench bench-full venv clean help
 
 help:
 	@echo "make demo   - set up and run the platform with a ready demo contest (web + Celery worker)"
 	@echo "make test   - set up and run the whole test suite"
 	@echo "make bench  - print the speed and memory figures of the judge and the synthesizer"
 	@echo "make bench-full - a 2019-size round through the real pipeline, then the pages under load"
+	@echo "make demo-reset - delete the demo's data (var/: database, files, broker; .venv stays), then make demo"
 	@echo "make clean  - remove the virtual environment and local state (var/)"
 
 venv: $(STAMP)
@@ -31,6 +32,11 @@ $(DEV_STAMP): $(STAMP) requirements-dev.txt
 	@touch $(DEV_STAMP)
 
 demo: $(STAMP)
+	$(PY) manage.py demo
+
+# A fresh demo contest: the embedded default keeps everything in var/ (a DATABASE_URL database is not touched).
+demo-reset: $(STAMP)
+	rm -rf var
 	$(PY) manage.py demo
 
 test: $(DEV_STAMP)

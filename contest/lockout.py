@@ -1,7 +1,11 @@
-"""The answer to a locked-out login (django-axes calls :func:`lockout_response`): 429, JSON for the API."""
+"""The answer to a locked-out login (django-axes calls :func:`lockout_response`): 429, JSON for the API;
+and the same limits for the account forms that are not a login (password reset and change)."""
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
+from django.core.cache import cache
 from django.http import JsonResponse
 from django.shortcuts import render
 
@@ -14,3 +18,26 @@ def lockout_response(request, original_response=None, credentials=None):
         return JsonResponse(error_body("locked_out", f"too many failed logins for this username from this "
                                                      f"address; try again in {minutes} minutes"), status=429)
     return render(request, "web/locked_out.html", {"cooloff_minutes": minutes}, status=429)
+
+
+def throttled(request, scope: str, key: str = "") -> bool:
+    """Count one attempt of ``scope`` (``"password_reset"``, ``"password_change"``) for ``key`` (an address
+    asked for, a username) from this client address; True once the attempts pass the login's limits
+    (``AXES_FAILURE_LIMIT`` within ``AXES_COOLOFF_TIME``). The count lives in Django's cache (shared
+    between web processes with ``CACHE_URL``)."""
+    who = hashlib.sha256(f"{scope}|{request.META.get('REMOTE_ADDR', '')}|{key.lower()}".encode()).hexdigest()
+    name = f"tracecup:throttle:{who}"
+    seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
+    cache.add(name, 0, seconds)
+    try:
+        count = cache.incr(name)
+    except ValueError:  # expired between add and incr
+        cache.set(name, 1, seconds)
+        count = 1
+    return count > settings.AXES_FAILURE_LIMIT
+
+
+def throttled_response(request):
+    """The 429 page of a throttled account form, in the page's language."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    return render(request, "web/throttled.html", {"cooloff_minutes": minutes}, status=429)

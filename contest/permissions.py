@@ -334,6 +334,27 @@ def can_view_job_internals(user, job) -> Decision:
     return deny("a job's failure details are visible to the organizers only")
 
 
+def can_view_team_page(user, team: Team) -> Decision:
+    """A team's page (members, invitation code): its members, approved or not yet, and the organizers."""
+    if is_organizer(user, team.contest):
+        return ALLOW
+    if _authenticated(user) and Membership.objects.filter(user=user, team=team).exists():
+        return ALLOW
+    return deny("only the team's members and the contest's organizers see this team's page")
+
+
+def can_edit_team(user, team: Team) -> Decision:
+    """Rename the team or replace its invitation code: the same people who see its page."""
+    return can_view_team_page(user, team)
+
+
+def can_remove_member(user, team: Team) -> Decision:
+    """Taking a member out of a team is the organizers' decision."""
+    if is_organizer(user, team.contest):
+        return ALLOW
+    return deny("only the contest's organizers remove a member from a team")
+
+
 def can_manage_contest(user, contest: Contest) -> Decision:
     if is_organizer(user, contest):
         return ALLOW

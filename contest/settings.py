@@ -78,10 +78,13 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost but one: every answer carries the policy, also those made before a view runs (the 413 of
+    # an oversized upload, Django's 400 for a bad Host header, a stored public page, a static file).
+    "csp.middleware.CSPMiddleware",
     # Before anything reads a body: 413 for requests past TRACECUP_MAX_REQUEST_BYTES.
     "contest.upload_limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # Whole public pages for visitors without a session, before the session, locale and CSP work.
+    # Whole public pages for visitors without a session, before the session and locale work.
     "contest.web.page_cache.PublicPageCacheMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # Page language: the switcher's cookie, then Accept-Language, then LANGUAGE_CODE (en); see LANGUAGES.
@@ -91,7 +94,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
     # Last: turns a locked-out login (too many failures) into its 429 answer.
     "axes.middleware.AxesMiddleware",
 ]

@@ -13,22 +13,52 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import FileUploadHandler
-from django.http import HttpResponse, JsonResponse
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.template.defaultfilters import filesizeformat
+from django.utils import translation
+from django.utils.translation import gettext as _
 
 from contest.api.errors import error_body
+
+#: Room in a request for the form's other fields and the multipart boundaries beside the file (bytes).
+FORM_ROOM = 1024 * 1024
+
+
+def largest_file_bytes() -> int:
+    """The largest file one request may carry (bytes): the request cap less the form's room.
+
+    With the default cap (200 MB + 1 MB) this is 200 MB, the largest ``upload_size_limit`` a contest
+    may set: the rules page, the upload card and this 413 name the same figure."""
+    cap = settings.TRACECUP_MAX_REQUEST_BYTES
+    return cap - FORM_ROOM if cap > 2 * FORM_ROOM else cap
+
+
+def contest_upload_limit(contest) -> int:
+    """The one figure a contest's pages give for the largest upload (bytes): its ``upload_size_limit``
+    (uncompressed), or less when this site's request cap is lower."""
+    return min(contest.upload_size_limit, largest_file_bytes())
+
+
+def too_large_message() -> str:
+    """What a refused oversized request is told, in the active language."""
+    limit = largest_file_bytes()
+    return _("an upload may be at most %(size)s (%(bytes)s bytes) and this one is larger; "
+             "compress the CSV as .gz or .zip") % {"size": filesizeformat(limit), "bytes": f"{limit:,}"}
 
 
 class RequestTooLarge(RequestDataTooBig):
     """The request body passed the hard cap while it was being read."""
 
 
-def _too_large(request) -> HttpResponse:
-    limit = settings.TRACECUP_MAX_REQUEST_BYTES
-    message = (f"the request is larger than the limit of {limit:,} bytes; an upload may be at most "
-               f"{limit:,} bytes (compress the CSV as .gz or .zip)")
-    if request.path.startswith("/api/") or "json" in request.headers.get("Accept", ""):
-        return JsonResponse(error_body("request_too_large", message), status=413)
-    return HttpResponse(message, status=413, content_type="text/plain; charset=utf-8")
+def _too_large(request):
+    """413 in the asker's language (this runs before LocaleMiddleware): the API's JSON error shape for
+    the API and the page script, the site's error page for a plain form post."""
+    with translation.override(translation.get_language_from_request(request)):
+        message = too_large_message()
+        if request.path.startswith("/api/") or "json" in request.headers.get("Accept", ""):
+            return JsonResponse(error_body("request_too_large", message), status=413)
+        return render(request, "413.html", {"message": message}, status=413)
 
 
 class RequestSizeLimitMiddleware:

@@ -4,6 +4,9 @@ import importlib.util
 from django.contrib import admin
 from django.urls import include, path
 
+#: 500: the JSON error shape under /api/, the site's page elsewhere.
+handler500 = "contest.api.errors.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("contest.api.urls")),

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.http import Http404, JsonResponse
+from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
@@ -66,3 +68,19 @@ def field_issues(detail, field: str = "") -> list[dict]:
     if isinstance(detail, (list, tuple)):
         return [i for value in detail for i in field_issues(value, field)]
     return [{"field": field, "message": str(detail)}]
+
+
+@csrf_exempt
+def not_found(request, rest: str = ""):
+    """Any address under /api/ that no endpoint has: the JSON error shape (a route, so DEBUG does not
+    swap in Django's HTML debug page)."""
+    return JsonResponse(error_body("not_found", f"no API endpoint at {request.path} (the endpoints are listed "
+                                                "at /api/docs/; their addresses end with a slash)"), status=404)
+
+
+def server_error(request):
+    """The site's 500 (``handler500``): the JSON error shape under /api/, the HTML page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("server_error", "the server failed to answer this request; "
+                                                       "the organizers can see the details in the log"), status=500)
+    return defaults.server_error(request)

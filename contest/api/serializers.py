@@ -226,7 +226,9 @@ class RoundCreateSerializer(serializers.Serializer):
 
 
 class UploadSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV", allow_empty_file=True)
+    # An empty file is refused at once, as on the web page (UploadForm), not stored and rejected later.
+    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV", error_messages={
+        "empty": "the file is empty (0 bytes): an upload is a CSV file with its header and rows"})
 
 
 class TrainingDataSerializer(UploadSerializer):

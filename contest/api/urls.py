@@ -1,14 +1,18 @@
 """API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
-from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from contest.api import errors
 from contest.api import views as v
 
 urlpatterns = [
     path("auth/token/", v.ObtainToken.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI served from this site's static files (drf-spectacular-sidecar): the machines have no internet.
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The split view serves its start script as a file (/api/docs/?script), so the page passes the site's
+    # Content-Security-Policy (no inline script, no inline style: templates/api/swagger_ui.html).
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
+         name="api-docs"),
     path("contests/", v.ContestList.as_view(), name="api-contests"),
     path("contests/<slug:slug>/", v.ContestDetail.as_view(), name="api-contest"),
     path("contests/<slug:slug>/me/", v.MyTeam.as_view(), name="api-me"),
@@ -53,4 +57,6 @@ urlpatterns = [
     path("attacks/<int:pk>/", v.AttackDetail.as_view(), name="api-attack"),
     path("jobs/<int:pk>/", v.JobDetail.as_view(), name="api-job"),
     path("files/<int:pk>/", v.FileDownload.as_view(), name="api-file"),
+    # Last: any other address under /api/ answers the JSON error shape (also with DEBUG on).
+    re_path(r"^(?P<rest>.*)$", errors.not_found, name="api-not-found"),
 ]

@@ -53,6 +53,10 @@ def setup_demo(log=print) -> Contest:
     if contest is None:
         log("creating the demo contest ...")
         contest = create_contest_from_yaml(DEMO_FILE.read_text(encoding="utf-8"))
+    else:
+        # A second `make demo` continues the contest of the first (its uploads, results and accounts).
+        log(f"reusing the demo contest created {contest.created_at:%Y-%m-%d %H:%M} UTC in this database "
+            f"(with the default settings: var/); `make demo-reset` starts afresh")
     rounds = list(contest.rounds.order_by("number"))
     for rnd in rounds:
         if not Dataset.objects.filter(round=rnd).exists():

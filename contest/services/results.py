@@ -55,14 +55,15 @@ from scoring.vocabulary import AttackKind
 log = logging.getLogger(__name__)
 
 #: Award name (``scoring.results``) -> (title, rule in the paper's notation): the one table of award
-#: titles. Titles are marked for translation; the pages translate them, the stored Award row keeps English.
+#: titles. Titles and rules are marked for translation; the pages translate them, the stored Award row
+#: keeps English.
 AWARD_TITLES = {
-    OVERALL: (gettext_noop("Overall"), "highest s_I,min(t,1) + s_T,min(t,2)"),
-    BEST_ANONYMIZER_REID: (gettext_noop("Best anonymizer (re-identification)"), "highest s_I,min(t,1)"),
-    BEST_ANONYMIZER_TRACE: (gettext_noop("Best anonymizer (trace inference)"), "highest s_T,min(t,2)"),
-    BEST_ANONYMIZER: (gettext_noop("Best anonymization"), "highest s_T,min(t,2)"),
-    BEST_ATTACKER_REID: (gettext_noop("Best attacker (re-identification)"), "lowest attacker sum of s_I"),
-    BEST_ATTACKER_TRACE: (gettext_noop("Best attacker (trace inference)"), "lowest attacker sum of s_T"),
+    OVERALL: (gettext_noop("Overall"), gettext_noop("highest s_I,min(t,1) + s_T,min(t,2)")),
+    BEST_ANONYMIZER_REID: (gettext_noop("Best anonymizer (re-identification)"), gettext_noop("highest s_I,min(t,1)")),
+    BEST_ANONYMIZER_TRACE: (gettext_noop("Best anonymizer (trace inference)"), gettext_noop("highest s_T,min(t,2)")),
+    BEST_ANONYMIZER: (gettext_noop("Best anonymization"), gettext_noop("highest s_T,min(t,2)")),
+    BEST_ATTACKER_REID: (gettext_noop("Best attacker (re-identification)"), gettext_noop("lowest attacker sum of s_I")),
+    BEST_ATTACKER_TRACE: (gettext_noop("Best attacker (trace inference)"), gettext_noop("lowest attacker sum of s_T")),
 }
 
 

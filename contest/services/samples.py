@@ -13,6 +13,8 @@ never runs an algorithm).
 """
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from contest.services import data
 from scoring.algorithms.registry import get
 from scoring.pseudonymize import pseudonymize
@@ -22,7 +24,7 @@ from scoring.vocabulary import AttackKind
 
 #: (label as in the paper's Fig. 8, registered anonymizer, parameters)
 DEFAULT_SAMPLE_ANONYMIZERS = (
-    ("No obfuscation", "A1-none", {}),
+    (gettext_noop("No obfuscation"), "A1-none", {}),  # a label the pages translate
     ("MRLH(1,1,0.5)", "A2-MRLH", {"mu_x": 1, "mu_y": 1, "lambda": 0.5}),
     ("MRLH(2,2,0.5)", "A2-MRLH", {"mu_x": 2, "mu_y": 2, "lambda": 0.5}),
     ("kRR(8)", "A3-kRR", {"eps": 8.0}),

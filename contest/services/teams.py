@@ -1,4 +1,5 @@
-"""Teams: adding one, approving it, and joining it by invitation code (SPEC 1).
+"""Teams: adding one, approving it, joining it by invitation code (SPEC 1), renaming it before its
+first upload, a new invitation code, and an organizer removing a member.
 
 Every change is written to the audit log. Errors are :class:`TeamError` with
 a participant-readable message; the pages and the REST API show it as is.
@@ -6,8 +7,9 @@ a participant-readable message; the pages and the REST API show it as is.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext_noop
 
-from contest.models import Contest, Membership, Team
+from contest.models import AnonymizedSet, Attack, Contest, Membership, Team, _invitation_code
 from contest.services import audit
 
 
@@ -65,3 +67,49 @@ def join_team(user, code: str) -> tuple[Team, bool]:
         if created:
             audit.record("join_team", contest=team.contest, actor=user, obj=team, team=team.number)
     return team, created
+
+
+def has_uploaded(team: Team) -> bool:
+    """Whether the team has made any upload (an anonymized set or an attack, rejected ones included)."""
+    return AnonymizedSet.objects.filter(team=team).exists() or Attack.objects.filter(attacker=team).exists()
+
+
+def rename_team(team: Team, name: str, *, actor=None) -> Team:
+    """Give the team a new name; allowed until its first upload (file names, pages and the other teams'
+    attack material name it from then on)."""
+    name = name.strip()
+    if not name:
+        raise TeamError("a team needs a name")
+    with transaction.atomic():
+        team = Team.objects.select_for_update().get(pk=team.pk)
+        if has_uploaded(team):
+            raise TeamError(gettext_noop("a team can be renamed only until its first upload"))
+        if name == team.name:
+            return team
+        if Team.objects.filter(contest_id=team.contest_id, name=name).exists():
+            raise TeamError(f"a team named {name} exists already")
+        old = team.name
+        Team.objects.filter(pk=team.pk).update(name=name)
+        audit.record("rename_team", contest=team.contest, actor=actor, obj=team, number=team.number, old=old, new=name)
+    team.name = name
+    return team
+
+
+def new_invitation_code(team: Team, *, actor=None) -> Team:
+    """Replace the team's invitation code: the old one stops working (the code itself is not audited)."""
+    with transaction.atomic():
+        code = _invitation_code()
+        Team.objects.filter(pk=team.pk).update(invitation_code=code)
+        audit.record("new_invitation_code", contest=team.contest, actor=actor, obj=team, number=team.number)
+    team.invitation_code = code
+    return team
+
+
+def remove_member(team: Team, user, *, actor=None) -> None:
+    """Take ``user`` out of ``team`` (an organizer's decision; the team's uploads stay the team's)."""
+    with transaction.atomic():
+        deleted, _ = Membership.objects.filter(team=team, user=user).delete()
+        if not deleted:
+            raise TeamError(f"{user.get_username()} is not a member of team {team.name}")
+        audit.record("remove_member", contest=team.contest, actor=actor, obj=team, number=team.number,
+                     member=user.get_username())

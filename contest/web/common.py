@@ -9,19 +9,23 @@ from __future__ import annotations
 import base64
 import csv
 import hashlib
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.translation import check_for_language, ngettext
 from django.utils.translation import gettext as _
 
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, ResultsSnapshot, Team
 from contest.services import bundles
+from contest.upload_limits import contest_upload_limit
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
 from scoring.vocabulary import Challenge
@@ -51,6 +55,8 @@ def js_strings() -> dict:
         "upload_received": _("Upload complete; waiting for the server…"),
         "upload_failed": _("Upload failed (HTTP {code})."),
         "network_error": _("Network error: the upload did not reach the server."),
+        "upload_refused": _("Upload refused:"),
+        "file_too_large": _("{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
         "not_played": _("Not played yet: this round has no scores."),
     }
 
@@ -72,25 +78,49 @@ def issue_rows(issues) -> list[dict]:
                  "code": getattr(i, "code", ""), "params": getattr(i, "params", {})}
         text = i.get("message") or ""
         code = i.get("code")
+        value = localized_value(i.get("value"))
         if code in MESSAGES:
             try:
-                text = render_issue(_(MESSAGES[code]), i.get("column"), i.get("value"), i.get("params") or {})
+                text = render_issue(_(MESSAGES[code]), i.get("column"), value, i.get("params") or {})
             except (KeyError, IndexError, ValueError):  # a translation with a broken placeholder
                 pass
-        value = i.get("value")
-        rows.append({**i, "text": text, "show_value": value not in (None, "") and str(value) not in text})
+        rows.append({**i, "value": value, "text": text,
+                     "show_value": value not in (None, "") and str(value) not in text})
     return rows
 
 
-def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,
-         nav: str | None = None, sub: str | None = None, status: int = 200):
-    """Render ``template`` with what the page frame (header, contest menu) needs."""
-    ctx = dict(context or {})
+#: The length note ``scoring.errors.show_value`` / ``show_bytes`` put after a cut value: "... (313 bytes)".
+_CUT_VALUE = re.compile(r"\.\.\. \((\d+) (bytes|characters)\)$")
+
+
+def localized_value(value):
+    """A stored (English) file value with its length note in the page language; other values unchanged."""
+    if not isinstance(value, str):
+        return value
+    match = _CUT_VALUE.search(value)
+    if not match:
+        return value
+    n = int(match.group(1))
+    note = (ngettext("%(n)s byte", "%(n)s bytes", n) if match.group(2) == "bytes"
+            else ngettext("%(n)s character", "%(n)s characters", n)) % {"n": f"{n:,}"}
+    return f"{value[:match.start()]}… ({note})"
+
+
+def set_language_cookie(response, language: str) -> None:
+    """Remember the page language in Django's language cookie (read by ``LocaleMiddleware``); an
+    unknown language changes nothing."""
+    if language and check_for_language(language):
+        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=settings.LANGUAGE_COOKIE_AGE,
+                            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
+                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+                            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+
+
+def frame_context(request, contest: Contest | None = None, *, nav: str | None = None, sub: str | None = None) -> dict:
+    """What the page frame (header, contest menu, page script's strings) needs; also for Django's own
+    class-based views (the account pages: ``contest.web.accounts.FrameMixin``)."""
     user = request.user
-    ctx.setdefault("contest", contest)
-    ctx["nav"] = nav
-    ctx["sub"] = sub
-    ctx["js_strings"] = js_strings()
+    ctx = {"nav": nav, "sub": sub, "js_strings": js_strings()}
     if user.is_authenticated:
         ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
         ctx["is_any_organizer"] = is_any_organizer(user)
@@ -98,6 +128,16 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
         ctx["my_teams"] = []
         ctx["is_any_organizer"] = False
     ctx["is_contest_organizer"] = bool(contest) and permissions.is_organizer(user, contest)
+    ctx["upload_limit"] = contest_upload_limit(contest) if contest else None
+    return ctx
+
+
+def page(request, template: str, context: dict | None = None, *, contest: Contest | None = None,
+         nav: str | None = None, sub: str | None = None, status: int = 200):
+    """Render ``template`` with what the page frame (header, contest menu) needs."""
+    ctx = dict(context or {})
+    ctx.setdefault("contest", contest)
+    ctx.update(frame_context(request, contest, nav=nav, sub=sub))
     # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
     with timezone.override(contest.tz if contest else None):
         return render(request, template, ctx, status=status)

@@ -137,34 +137,54 @@ def console_contest(request, slug):
         close_job = Job.objects.filter(kind="close_anonymization", args__round_id=r.pk).order_by("-created_at", "-id").first()
         phases = {p.kind: p for p in r.phases.all()}
         anon = phases.get(Phase.ANONYMIZATION)
+        n_uploads = AnonymizedSet.objects.filter(dataset__round=r).count()
+        n_attacks = Attack.objects.filter(target__dataset__round=r).count()
         rounds.append({
             "round": r, "n_datasets": n_datasets, "gen_job": gen_job, "close_job": close_job,
             "phases": [{"phase": p, "open": p.is_open(now), "opens": p.opens_at.astimezone(contest.tz),
                         "closes": p.closes_at.astimezone(contest.tz), "form": _schedule_form(contest, p),
+                        # "Close now" on a phase that has opened and is not closed yet (open, or past its
+                        # deadline before the sweep came); never on one that has not opened.
+                        "can_close_now": p.closed_at is None and p.opens_at <= now,
+                        # Moving the dates of a running phase that has uploads: teams see it at once.
+                        "uploads_in_phase": (n_uploads if p.kind == Phase.ANONYMIZATION else n_attacks)
+                        if p.is_open(now) else 0,
                         "can_open_now": p.kind == Phase.ATTACK and p.closed_at is None and p.opens_at > now
                         and bool(anon and anon.closed_at)} for p in r.phases.order_by("opens_at")],
             "anon_closed": bool(anon and anon.closed_at),
-            "n_uploads": AnonymizedSet.objects.filter(dataset__round=r).count(),
+            "n_uploads": n_uploads,
             "n_public": PublicSet.objects.filter(dataset__round=r).count(),
-            "n_attacks": Attack.objects.filter(target__dataset__round=r).count(),
+            "n_attacks": n_attacks,
             "synth": synthesizer_summary(r.manifest or {}),
             "training": training_data.training_summary(r),
         })
     teams = contest.teams.annotate(n_members=Count("memberships")).order_by("number")
     snapshots = contest.snapshots.order_by("-created_at", "-id")[:5]
-    active_jobs = contest.jobs.filter(status__in=(Job.QUEUED, Job.RUNNING)).count()
-    failed_jobs = contest.jobs.filter(status=Job.FAILED).count()
     with timezone.override(contest.tz):
         number = contest.rounds.count() + 1
         round_form = RoundForm(prefix="r", initial={"name": _("Final") if number == 2 else _("Round %(n)s") % {"n": number},
                                                     "weight": default_round_weight(number)})
     ctx = {"rounds": rounds, "teams": teams, "snapshots": snapshots, "state": contest_state(contest, now),
-           "active_jobs": active_jobs, "failed_jobs": failed_jobs, "round_form": round_form, "team_form": TeamForm(),
+           **_job_counts(contest), "round_form": round_form, "team_form": TeamForm(),
            "published": contest.results_published_at is not None,
            "played_rounds": [rb["round"] for rb in rounds if rb["n_public"]],
            "announcement_form": AnnouncementForm(prefix="a"), "announcements": announcements.latest(contest, 10),
            "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
+
+
+def _job_counts(contest) -> dict:
+    """The console header's job counts: running or queued, and failed."""
+    return {"active_jobs": contest.jobs.filter(status__in=(Job.QUEUED, Job.RUNNING)).count(),
+            "failed_jobs": contest.jobs.filter(status=Job.FAILED).count()}
+
+
+@login_required
+def console_jobs_count(request, slug):
+    """The header's job counts, re-rendered for the page's poller (never "finished": jobs come and go)."""
+    contest = _organizer_contest(request, slug)
+    html = render_to_string("web/_job_counts.html", {"contest": contest, **_job_counts(contest)}, request=request)
+    return JsonResponse({"finished": False, "html": html})
 
 
 def _schedule_form(contest, phase) -> PhaseScheduleForm:

@@ -172,3 +172,15 @@ class AnnouncementForm(forms.Form):
 
 class TeamForm(forms.Form):
     name = forms.CharField(label=_("Team name"), max_length=100)
+
+
+class AccountForm(forms.Form):
+    """The account page: e-mail (password resets go there) and the page language."""
+
+    email = forms.EmailField(label=_("E-mail"), required=False,
+                             help_text=_("Password resets and the organizers' announcements go to this address."))
+    language = forms.ChoiceField(label=_("Language"), choices=(("en", "English"), ("ja", "日本語")))
+
+
+class TeamNameForm(forms.Form):
+    name = forms.CharField(label=_("Team name"), max_length=100)

@@ -3,7 +3,7 @@
 A published contest's public pages (home, overview, rules, leaderboards,
 attack matrix, awards, plots, analyses) are read by many anonymous visitors
 and change rarely. For a request that carries no session and no flash
-messages, the rendered page (body and headers, CSP included) is kept in
+messages, the rendered page (body and headers; the CSP header is added outside) is kept in
 Django's cache and served without running the view or the inner middleware:
 about a millisecond instead of tens.
 

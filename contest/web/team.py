@@ -210,7 +210,8 @@ def _target_block(contest, team, ps: PublicSet, attack_open: bool, attacks=None,
               for k in (Attack.ETABLE, Attack.ETRACES)}
     best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
             for k in (Attack.ETABLE, Attack.ETRACES)}
-    states = [_attack_state(a, job_of.get(a.pk), looked_up=True) for a in attacks]
+    # Newest first: the cell shows the latest attempt and folds the earlier ones (_target_row.html).
+    states = [_attack_state(a, job_of.get(a.pk), looked_up=True) for a in sorted(attacks, key=lambda a: -a.pk)]
     return {
         "ps": ps, "label": _target_label(ps), "is_own": is_own,
         "attacks": states, "pending": any(not a["finished"] for a in states),

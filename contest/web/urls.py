@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
 
-from . import analyses, console, team, views
+from . import accounts, analyses, console, team, views
 
 app_name = "web"
 
@@ -19,6 +19,12 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path("join/", views.join_team, name="join"),
     path("token/", views.api_token, name="token"),
+    path("account/", accounts.account, name="account"),
+    path("account/password/", accounts.PasswordChangeView.as_view(), name="password_change"),
+    path("password-reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
+    path("password-reset/sent/", accounts.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("password-reset/<uidb64>/<token>/", accounts.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),
+    path("password-reset/done/", accounts.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
     path("files/<int:file_id>/", team.download, name="download"),
     # public contest pages
     path("c/<slug:slug>/", views.contest_home, name="contest"),
@@ -30,6 +36,12 @@ urlpatterns = [
     path("c/<slug:slug>/awards/", views.awards, name="awards"),
     path("c/<slug:slug>/plots/", views.plots, name="plots"),
     path("c/<slug:slug>/analyses/", analyses.utility_analyses, name="analyses"),
+    # a team's page: members, invitation code, name
+    path("c/<slug:slug>/teams/<int:team_id>/", accounts.team_members, name="team_members"),
+    path("c/<slug:slug>/teams/<int:team_id>/rename/", accounts.rename_team, name="team_rename"),
+    path("c/<slug:slug>/teams/<int:team_id>/invitation-code/", accounts.new_invitation_code, name="team_new_code"),
+    path("c/<slug:slug>/teams/<int:team_id>/members/<int:user_id>/remove/", accounts.remove_member,
+         name="team_remove_member"),
     # team dashboard
     path("c/<slug:slug>/team/", team.dashboard, name="team"),
     path("c/<slug:slug>/team/history.csv", team.history_csv, name="team_history_csv"),
@@ -57,6 +69,7 @@ urlpatterns = [
     path("console/<slug:slug>/teams/<int:team_id>/approve/", console.approve_team, name="console_approve_team"),
     path("console/<slug:slug>/results/<str:action>/", console.results_action, name="console_results"),
     path("console/<slug:slug>/jobs/", console.console_jobs, name="console_jobs"),
+    path("console/<slug:slug>/jobs/count.json", console.console_jobs_count, name="console_jobs_count"),
     path("console/<slug:slug>/jobs/table.json", console.console_jobs_table, name="console_jobs_table"),
     path("console/<slug:slug>/jobs/<int:job_id>/", console.console_job, name="console_job"),
     path("console/<slug:slug>/jobs/<int:job_id>/status.json", console.console_job_status, name="console_job_status"),

@@ -21,7 +21,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.translation import check_for_language
 from django.utils.translation import gettext as _
 from rest_framework.authtoken.models import Token
 
@@ -44,6 +43,7 @@ from .common import (
     js_strings,
     page,
     phase_rows,
+    set_language_cookie,
     visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
@@ -67,12 +67,7 @@ def switch_language(request):
                                            require_https=request.is_secure()):
         target = "/"
     response = redirect(target)
-    language = params.get("language", "")
-    if language and check_for_language(language):
-        response.set_cookie(settings.LANGUAGE_COOKIE_NAME, language, max_age=settings.LANGUAGE_COOKIE_AGE,
-                            path=settings.LANGUAGE_COOKIE_PATH, domain=settings.LANGUAGE_COOKIE_DOMAIN,
-                            secure=settings.LANGUAGE_COOKIE_SECURE, httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-                            samesite=settings.LANGUAGE_COOKIE_SAMESITE)
+    set_language_cookie(response, params.get("language", ""))
     return response
 
 
@@ -397,10 +392,15 @@ def attack_matrix_csv(request, slug):
                          for c in cells))
 
 
+def _label(text: str) -> str:
+    """A chart label in the page language when the catalog has it (never gettext's "" header)."""
+    return _(text) if text else text
+
+
 def award_title(name: str) -> tuple[str, str]:
-    """(title in the page language, rule) of an award (the titles live in contest.services.results)."""
+    """(title, rule) of an award in the page language (both live in contest.services.results)."""
     title, rule = results.award_title(name)
-    return _(title), rule
+    return _(title), _label(rule)
 
 
 def awards(request, slug):
@@ -467,7 +467,8 @@ def plots(request, slug):
     # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
     # before the job stored them per round has none: the figure is then empty).
     samples = (rv.data.get("sample_anonymizers") or {}).get(str(choice)) or []
-    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": s.get("label") or s.get("algorithm", ""),
+    # labels are the paper's notation ("PL(4,1)") or words the catalog holds ("No obfuscation")
+    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": _label(s.get("label") or s.get("algorithm", "")),
                     "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}
                    for s in samples]
     fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
@@ -547,7 +548,8 @@ def api_token(request):
         Token.objects.filter(user=request.user).delete()
         token = Token.objects.create(user=request.user)
         messages.success(request, _("A new token was created; the old one no longer works."))
-        return redirect("web:token")
+        back = request.POST.get("next", "")  # the account page's form comes back to it
+        return redirect(back if back.startswith(reverse("web:account")) else "web:token")
     token = Token.objects.filter(user=request.user).first()
     if token is None:
         token = Token.objects.create(user=request.user)

@@ -608,9 +608,32 @@
         }
       });
 
+      /* A failed upload says so where the result goes, in the card: never a silent reset. The
+         message is set as text (a server's message is never parsed as HTML). */
+      function refuse(message) {
+        if (status) { status.textContent = ""; }
+        if (bar) { bar.hidden = true; }
+        var box = document.createElement("div");
+        box.className = "msg msg-error";
+        box.setAttribute("role", "alert");
+        var lead = document.createElement("strong");
+        lead.textContent = t("upload_refused", "Upload refused:");
+        box.appendChild(lead);
+        box.appendChild(document.createTextNode(" " + message));
+        if (result) { result.innerHTML = ""; result.appendChild(box); } else if (status) { status.textContent = message; }
+      }
+
       form.addEventListener("submit", function (e) {
         if (!input.files || !input.files.length) { return; }  // let the server say what is missing
         e.preventDefault();
+        // The limit the page states (data-max-bytes, the contest's upload_size_limit): a file past it is
+        // refused before minutes of sending; the server checks again in any case.
+        var most = parseInt(form.getAttribute("data-max-bytes") || "0", 10);
+        if (most && input.files[0].size > most) {
+          refuse(fmt(t("file_too_large", "{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
+                     { name: input.files[0].name, size: humanBytes(input.files[0].size), limit: humanBytes(most) }));
+          return;
+        }
         var data = new FormData(form);
         var xhr = new XMLHttpRequest();
         xhr.open("POST", form.action || window.location.href);
@@ -638,8 +661,11 @@
           if (submit) { submit.disabled = false; }
           var data = null;
           try { data = JSON.parse(xhr.responseText); } catch (err) { data = null; }
-          if (!data) {
-            if (status) { status.textContent = fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }); }
+          if (!data || (!data.ok && data.html == null)) {
+            // Answered by something other than the upload view (the 413 of the size cap, a proxy's
+            // error page, a server error): its own message when it sent one, else the HTTP status.
+            var said = data && (data.message || (data.error && data.error.message));
+            refuse(said || fmt(t("upload_failed", "Upload failed (HTTP {code})."), { code: xhr.status }));
             return;
           }
           // A refused upload's message is shown once, in the result box (server-rendered and
@@ -663,9 +689,9 @@
             showChosen();
           }
         };
-        xhr.onerror = function () {
+        xhr.onerror = xhr.ontimeout = xhr.onabort = function () {
           if (submit) { submit.disabled = false; }
-          if (status) { status.textContent = t("network_error", "Network error: the upload did not reach the server."); }
+          refuse(t("network_error", "Network error: the upload did not reach the server."));
         };
         xhr.send(data);
       });
@@ -691,7 +717,38 @@
     });
   }
 
+  /* Tables marked data-phone-cards read as cards on a phone (CSS): each body cell gets its column's
+     header text as data-label (colspans followed), set again whenever a live part re-renders rows. */
+  function initPhoneCards(scope) {
+    var tables = Array.prototype.slice.call(scope.querySelectorAll("table[data-phone-cards]"));
+    if (scope.closest) {
+      var own = scope.closest("table[data-phone-cards]");
+      if (own && tables.indexOf(own) < 0) { tables.push(own); }
+    }
+    tables.forEach(function (table) {
+      var heads = [];
+      var row = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+      if (!row) { return; }
+      Array.prototype.forEach.call(row.cells, function (th) {
+        var text = th.textContent.replace(/\s+/g, " ").trim();
+        for (var k = 0; k < (th.colSpan || 1); k++) { heads.push(text); }
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (tr) {
+          var col = 0;
+          Array.prototype.forEach.call(tr.cells, function (cell) {
+            if (cell.tagName === "TD" && heads[col] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", heads[col]);
+            }
+            col += cell.colSpan || 1;
+          });
+        });
+      });
+    });
+  }
+
   function initAll(scope) {
+    initPhoneCards(scope);
     initSelectOnFocus(scope);
     initSortable(scope);
     initCharts(scope);
@@ -700,7 +757,31 @@
     initConfirm(scope);
   }
 
+  /* ------------------------------------------------------------ messages where the user is */
+
+  /* After an action the server redirects to the section it came from (#rounds, #results, ...) and
+     the browser jumps there, past the messages at the top of the page. Put the messages under that
+     section's heading instead, so a refusal is read where the user is looking. */
+  function placeMessages() {
+    var list = document.querySelector("main > ul.messages");
+    if (!list || !window.location.hash) { return; }
+    var target = null;
+    try { target = document.getElementById(decodeURIComponent(window.location.hash.slice(1))); } catch (e) { target = null; }
+    if (!target || target === list || !target.closest("main")) { return; }
+    if (/^H[1-6]$/.test(target.tagName)) {
+      target.insertAdjacentElement("afterend", list);
+    } else if (/^(TR|TBODY|THEAD|TD|TH|LI)$/.test(target.tagName)) {
+      var holder = target.closest("table, ul, ol") || target;
+      holder.insertAdjacentElement("beforebegin", list);
+      target = list;
+    } else {
+      target.insertAdjacentElement("afterbegin", list);
+    }
+    target.scrollIntoView({ block: "start" });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    placeMessages();
     I18N = readJSON("tc-i18n") || {};
     document.documentElement.classList.add("js");
     // Without JS the page refreshes itself while a job runs (<noscript> meta

@@ -425,8 +425,10 @@ def tour(browser, base, shot, *, rejected_pk, target_pk):
             pub.goto(f"{base}/c/web/leaderboard/")
             header = pub.locator(".site-header").bounding_box()["height"]
             assert header < 844 / 6, f"the header takes {header}px of an 844px phone screen ({lang})"
-            overall = pub.locator("#leaderboard thead th").nth(2).bounding_box()
-            assert overall["x"] + overall["width"] <= width, f"the Overall column is off-screen ({lang})"
+            # the rows are cards on a phone: every team's Overall value is on screen
+            for cell in pub.locator("#leaderboard tbody tr td:nth-child(3)").all():
+                overall = cell.bounding_box()
+                assert overall["x"] + overall["width"] <= width, f"the Overall value is off-screen ({lang})"
             # attack error boxes read as sentences, not one word per line (round 1: its attack phase is
             # closed now, so the dashboard opens on round two's coming phase)
             team.goto(f"{base}/c/web/team/?round=1")

@@ -39,8 +39,14 @@ def test_demo_setup_is_idempotent_and_every_page_has_real_data(client):
     r1, r2 = contest.rounds.order_by("number")
     assert Dataset.objects.filter(round=r1).count() == Dataset.objects.filter(round=r2).count() == 12
     text = out.getvalue()
-    for login in ("organizer", "alice", "bob", "/api/docs/", "/c/demo/"):
+    for login in ("organizer", "alice", "bob", "/api/docs/", "/c/demo/", "/console/"):
         assert login in text
+    # the second run says it reuses the contest and how to start afresh; the banner sends the organizer
+    # to the console and says the Django admin is for a superuser (the demo organizer is refused there)
+    assert text.count("reusing the demo contest") == 1 and "make demo-reset" in text
+    assert "superuser only" in text and "log in as the organizer after" not in text
+    assert client.post("/admin/login/?next=/admin/", {"username": "organizer", "password": "organizer-demo"}
+                       ).status_code == 200  # the admin's form again: refused
 
     # round 1 played through: every planned upload scored, one final set below s_req, cross attacks scored
     sets = AnonymizedSet.objects.filter(dataset__round=r1)

@@ -210,3 +210,22 @@ def test_a_binary_upload_is_named_once_and_shown_in_the_page_language(generated,
     alpha.cookies["django_language"] = "ja"
     html = alpha.get(r["Location"]).content.decode()
     assert "テキスト/CSV ファイルではありません" in html and "not a text/CSV file" not in html
+
+
+def test_your_attacks_cell_shows_the_latest_attempt_and_folds_the_rest(generated, client_for,
+                                                                        django_capture_on_commit_callbacks):
+    """Five rejected attempts: one error box in view (the latest), the four earlier ones folded."""
+    import re
+    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
+                                   django_capture_on_commit_callbacks)
+    target = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=1, dataset__challenge=1)
+    beta = user("beta1")
+    for i in range(5):  # each scored (rejected) before the next, so none counts towards the limit
+        with django_capture_on_commit_callbacks(execute=True):
+            uploads.submit_attack(user=beta, attacker=beta.memberships.get().team, target=target, kind="etable",
+                                  content=f"user_id\n{9000 + i}\n".encode(), name=f"bad{i}.csv")
+    html = client_for("beta1").get(f"/c/{contest.slug}/team/").content.decode()
+    cell = re.search(rf'id="target-{target.pk}".*?</tr>', html, re.S).group(0)
+    shown, folded = cell.split('<details class="attack-older">')
+    assert shown.count('class="issues') == 1 and "etable #5" in shown and "#1" not in shown
+    assert "4 earlier attempts" in folded and folded.count('class="issues') == 4

@@ -26,8 +26,23 @@ def test_a_request_declaring_more_than_the_cap_is_refused_unread(generated, clie
            else f"/api/datasets/{ds.pk}/anonymized-sets/")
     r = alpha.post(url, {"file": io.BytesIO(big)}, HTTP_ACCEPT="application/json")
     assert r.status_code == 413
-    assert "larger than the limit of 50,000 bytes" in r.content.decode()
+    # the figure the rules page and the upload card give (filesizeformat), and the exact bytes
+    assert "an upload may be at most 48.8\xa0KB (50,000 bytes)" in r.json()["error"]["message"]
     assert StoredFile.objects.count() == files_before and not AnonymizedSet.objects.filter(dataset=ds).exists()
+
+
+def test_a_plain_form_post_past_the_cap_gets_the_sites_error_page_with_its_policy(generated, client_for, settings):
+    """Without the page script (no JSON asked for) the 413 is the site's page, in the asker's language,
+    under the same Content-Security-Policy as every page."""
+    settings.TRACECUP_MAX_REQUEST_BYTES = 50_000
+    ds = _ds(generated)
+    alpha = client_for("alpha1")
+    alpha.cookies["django_language"] = "ja"
+    r = alpha.post(f"/c/{generated.slug}/team/datasets/{ds.pk}/upload/", {"file": io.BytesIO(b"0" * 60_000)})
+    assert r.status_code == 413 and r["Content-Type"].startswith("text/html")
+    assert "script-src 'self'" in r["Content-Security-Policy"]
+    page = r.content.decode()
+    assert "(50,000 バイト)" in page and "<html lang=\"ja\"" in page  # the message in the asker's language
 
 
 def test_a_streamed_body_is_stopped_at_the_cap_by_the_upload_handler(settings):

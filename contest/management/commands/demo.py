@@ -81,8 +81,10 @@ class Command(BaseCommand):
         w(f"TraceCup demo contest '{contest.name}'")
         w(f"  public pages:   {base}/c/{contest.slug}/   (leaderboard: {base}/c/{contest.slug}/leaderboard/)")
         w(f"  REST API:       {base}/api/contests/   docs: {base}/api/docs/   schema: {base}/api/schema/")
-        w(f"  Django admin:   {base}/admin/  (log in as the organizer after `manage.py createsuperuser`,")
-        w("                  or use the organizer console)")
+        # The demo organizer is an organizer of the contest, not a Django superuser: the admin refuses it.
+        w(f"  organizer console: {base}/console/  (log in as the organizer below)")
+        w(f"  Django admin:   {base}/admin/  (a superuser only: make one with "
+          "`.venv/bin/python manage.py createsuperuser` and log in as that user)")
         w("  logins (username / password):")
         for username, password, role in demo_logins():
             w(f"    {username:10s} / {password:16s} {role}")

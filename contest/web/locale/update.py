@@ -2,8 +2,8 @@
 
     .venv/bin/python contest/web/locale/update.py
 
-Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/`` and
-the validator's messages (``scoring/errors.py``)
+Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/``,
+``contest/upload_limits.py`` and the validator's messages (``scoring/errors.py``)
 (Django's ``makemessages``, which keeps the existing translations), writes
 ``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
 strings come out untranslated: translate them in the .po and run this again
@@ -27,23 +27,30 @@ PO = HERE / "ja" / "LC_MESSAGES" / "django.po"
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tracecup-i18n-") as tmp:
-        work = Path(tmp)
-        (work / "web").symlink_to(ROOT / "contest" / "web")
-        (work / "templates").symlink_to(ROOT / "templates")
-        (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
-        (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
-        (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
-        target = work / "locale" / "ja" / "LC_MESSAGES"
-        target.mkdir(parents=True)
-        if PO.exists():
-            shutil.copy(PO, target / "django.po")  # makemessages merges into it, keeping translations
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="contest.settings", PYTHONPATH=str(ROOT))
-        subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "ja", "--symlinks", "--no-location", "--no-wrap",
-                        "-i", "web/locale/*"], cwd=work, env=env, check=True)
-        shutil.copy(target / "django.po", PO)
+        shutil.copy(extract(Path(tmp)), PO)
     subprocess.run(["msgfmt", "--check-format", "-o", str(PO.with_suffix(".mo")), str(PO)], check=True)
     print(f"updated {PO} and {PO.with_suffix('.mo')}")
     return 0
+
+
+def extract(work: Path) -> Path:
+    """Collect every translatable string into a copy of the catalog under ``work`` (the committed one
+    is not touched) and return that copy's path; ``tests/web/test_translations.py`` reads it."""
+    (work / "web").symlink_to(ROOT / "contest" / "web")
+    (work / "templates").symlink_to(ROOT / "templates")
+    (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
+    (work / "site").mkdir()  # messages made before a view runs (the 413 of the size cap)
+    (work / "site" / "upload_limits.py").symlink_to(ROOT / "contest" / "upload_limits.py")
+    (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
+    (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
+    target = work / "locale" / "ja" / "LC_MESSAGES"
+    target.mkdir(parents=True)
+    if PO.exists():
+        shutil.copy(PO, target / "django.po")  # makemessages merges into it, keeping translations
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="contest.settings", PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "django", "makemessages", "-l", "ja", "--symlinks", "--no-location", "--no-wrap",
+                    "-i", "web/locale/*"], cwd=work, env=env, check=True, capture_output=True)
+    return target / "django.po"
 
 
 if __name__ == "__main__":

@@ -1,0 +1,184 @@
+"""Accounts and teams as contest sites have them: password reset by e-mail and password change
+(Django's own views, through the configured mail backend, in the page language, throttled like the
+login), the account page (e-mail, language, API token), and a team's page (members, invitation code,
+renaming until the first upload; an organizer removes a member). Every change is audited."""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.mixins import LoginRequiredMixin
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import reverse, reverse_lazy
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+from rest_framework.authtoken.models import Token
+
+from contest import permissions
+from contest.lockout import throttled, throttled_response
+from contest.models import Membership, Team
+from contest.services import audit, teams
+
+from .common import frame_context, get_contest, page, require, set_language_cookie
+from .forms import AccountForm, TeamNameForm
+
+
+class FrameMixin:
+    """Django's class-based auth views inside the site's page frame (header, language, script strings)."""
+
+    nav = "account"
+
+    def get_context_data(self, **kwargs):
+        ctx = super().get_context_data(**kwargs)
+        ctx.update(frame_context(self.request, nav=self.nav))
+        return ctx
+
+
+# ---------------------------------------------------------------- password reset (by e-mail)
+class PasswordResetView(FrameMixin, auth_views.PasswordResetView):
+    """Asks for the account's e-mail address and mails a one-time link (Django's token generator)."""
+
+    nav = "login"
+    template_name = "web/account/password_reset_form.html"
+    email_template_name = "web/account/password_reset_email.txt"
+    subject_template_name = "web/account/password_reset_subject.txt"
+    success_url = reverse_lazy("web:password_reset_done")
+
+    def post(self, request, *args, **kwargs):
+        # Like the login: a few requests per address asked for and client, then a pause.
+        if throttled(request, "password_reset", request.POST.get("email", "").strip()):
+            return throttled_response(request)
+        return super().post(request, *args, **kwargs)
+
+
+class PasswordResetDoneView(FrameMixin, auth_views.PasswordResetDoneView):
+    nav = "login"
+    template_name = "web/account/password_reset_done.html"
+
+
+class PasswordResetConfirmView(FrameMixin, auth_views.PasswordResetConfirmView):
+    nav = "login"
+    template_name = "web/account/password_reset_confirm.html"
+    success_url = reverse_lazy("web:password_reset_complete")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        audit.record("password_reset", actor=form.user, obj=form.user)
+        return response
+
+
+class PasswordResetCompleteView(FrameMixin, auth_views.PasswordResetCompleteView):
+    nav = "login"
+    template_name = "web/account/password_reset_complete.html"
+
+
+# ---------------------------------------------------------------- password change
+class PasswordChangeView(FrameMixin, LoginRequiredMixin, auth_views.PasswordChangeView):
+    template_name = "web/account/password_change_form.html"
+    success_url = reverse_lazy("web:account")
+
+    def form_invalid(self, form):
+        # A wrong old password is a guess at it: counted like a failed login.
+        if "old_password" in form.errors and throttled(self.request, "password_change",
+                                                       self.request.user.get_username()):
+            return throttled_response(self.request)
+        return super().form_invalid(form)
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        audit.record("password_change", actor=self.request.user, obj=self.request.user)
+        messages.success(self.request, _("Your password was changed."))
+        return response
+
+
+# ---------------------------------------------------------------- account page
+@login_required
+def account(request):
+    """E-mail and language of the signed-in user, and the API token."""
+    user = request.user
+    form = AccountForm(request.POST or None, initial={"email": user.email, "language": get_language()[:2]})
+    if request.method == "POST" and form.is_valid():
+        email = form.cleaned_data["email"].strip()
+        if email != user.email:
+            get_user_model().objects.filter(pk=user.pk).update(email=email)
+            audit.record("update_account", actor=user, obj=user, field="email")
+        messages.success(request, _("Your account was saved."))
+        response = redirect("web:account")
+        set_language_cookie(response, form.cleaned_data["language"])
+        return response
+    token = Token.objects.filter(user=user).first() or Token.objects.create(user=user)
+    ctx = {"form": form, "token": token, "api_root": request.build_absolute_uri("/api/")}
+    return page(request, "web/account.html", ctx, nav="account")
+
+
+# ---------------------------------------------------------------- a team's page
+def _team(request, slug, team_id) -> Team:
+    contest = get_contest(slug)
+    team = get_object_or_404(Team.objects.select_related("contest"), pk=team_id, contest=contest)
+    require(permissions.can_view_team_page(request.user, team))
+    return team
+
+
+def _back(team):
+    return redirect(reverse("web:team_members", args=[team.contest.slug, team.pk]))
+
+
+@login_required
+def team_members(request, slug, team_id):
+    """Members, invitation code and name of a team, for its members and the organizers."""
+    team = _team(request, slug, team_id)
+    members = Membership.objects.filter(team=team).select_related("user").order_by("-role", "user__username")
+    ctx = {"team": team, "members": members, "uploaded": teams.has_uploaded(team),
+           "name_form": TeamNameForm(initial={"name": team.name}),
+           "can_remove": bool(permissions.can_remove_member(request.user, team))}
+    return page(request, "web/team_members.html", ctx, contest=team.contest, nav="team")
+
+
+@login_required
+@require_POST
+def rename_team(request, slug, team_id):
+    team = _team(request, slug, team_id)
+    require(permissions.can_edit_team(request.user, team))
+    form = TeamNameForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(str(e[0]) for e in form.errors.values()))
+        return _back(team)
+    name = form.cleaned_data["name"].strip()
+    if Team.objects.filter(contest=team.contest, name=name).exclude(pk=team.pk).exists():
+        messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
+        return _back(team)
+    try:
+        team = teams.rename_team(team, name, actor=request.user)
+    except teams.TeamError as exc:
+        messages.error(request, _("The team was not renamed: %(reason)s.") % {"reason": _(str(exc))})
+    else:
+        messages.success(request, _("The team is now called %(name)s.") % {"name": team.name})
+    return _back(team)
+
+
+@login_required
+@require_POST
+def new_invitation_code(request, slug, team_id):
+    team = _team(request, slug, team_id)
+    require(permissions.can_edit_team(request.user, team))
+    teams.new_invitation_code(team, actor=request.user)
+    messages.success(request, _("The team has a new invitation code; the old one no longer works."))
+    return _back(team)
+
+
+@login_required
+@require_POST
+def remove_member(request, slug, team_id, user_id):
+    team = _team(request, slug, team_id)
+    require(permissions.can_remove_member(request.user, team))
+    member = get_object_or_404(get_user_model(), pk=user_id)
+    try:
+        teams.remove_member(team, member, actor=request.user)
+    except teams.TeamError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("%(user)s is no longer a member of team %(team)s.")
+                         % {"user": member.get_username(), "team": team.name})
+    return _back(team)

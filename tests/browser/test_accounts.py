@@ -1,0 +1,100 @@
+"""Accounts and teams in Chromium at 1280 and 390 px, in English and Japanese: a forgotten password is
+reset by following the link of the mail (Django's locmem backend in tests), the account page changes
+the e-mail and language, and the team page renames the team and makes a new invitation code. No page
+scrolls sideways; every control has a label."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.browser.layout import overflow_problems
+from tests.browser.test_contest_flow import assert_labelled
+from tests.browser.test_every_page_policy import VIEWS, _context, _login
+from tests.contest.conftest import contest_spec
+
+pytestmark = [pytest.mark.browser]
+
+TEXT = {"en": {"forgot": "Forgot your password?", "send": "Send the link", "set": "Set the password",
+               "done": "Password set", "save": "Save", "rename": "Rename", "new_code": "Make a new code"},
+        "ja": {"forgot": "パスワードを忘れましたか?", "send": "リンクを送る", "set": "パスワードを設定",
+               "done": "パスワードを設定しました", "save": "保存", "rename": "名前を変更", "new_code": "コードを作り直す"}}
+
+
+@pytest.fixture
+def account_site(live_server, settings):
+    from django.contrib.auth import get_user_model
+
+    from contest.services.setup import create_contest
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    contest = create_contest(contest_spec("ac"))
+    get_user_model().objects.filter(username="alpha1").update(email="alpha1@example.org")
+    return live_server.url, contest
+
+
+@pytest.mark.parametrize("width,lang", VIEWS)
+def test_reset_a_forgotten_password_through_the_mail(account_site, browser, shot, width, lang):
+    from django.core import mail
+
+    from contest.models import Team
+    base, contest = account_site
+    words = TEXT[lang]
+    ctx = _context(browser, base, width, lang)
+    page = ctx.new_page()
+    page.goto(f"{base}/login/")
+    page.get_by_role("link", name=words["forgot"]).click()
+    page.wait_for_url(re.compile(r"/password-reset/$"))
+    assert_labelled(page)
+    assert not overflow_problems(page, strict=width > 390)
+    page.locator("#id_email").fill("alpha1@example.org")
+    mail.outbox.clear()
+    page.get_by_role("button", name=words["send"]).click()
+    page.wait_for_url(re.compile(r"/password-reset/sent/$"))
+    assert len(mail.outbox) == 1 and mail.outbox[0].to == ["alpha1@example.org"]
+    link = re.search(r"https?://\S+/password-reset/\S+/", mail.outbox[0].body).group(0)
+    page.goto(link)
+    page.locator("#id_new_password1").fill("Fresh-pass-2026")
+    page.locator("#id_new_password2").fill("Fresh-pass-2026")
+    assert_labelled(page)
+    shot(page, f"password-reset-{width}-{lang}")
+    page.get_by_role("button", name=words["set"]).click()
+    page.wait_for_url(re.compile(r"/password-reset/done/$"))
+    assert words["done"] in page.locator("main h1").inner_text()
+    _login(page, base, "alpha1", "Fresh-pass-2026")
+    assert page.url.endswith("/c/ac/team/"), page.url                  # logged in with the new password
+
+    # the account page: e-mail and language
+    page.goto(f"{base}/account/")
+    assert_labelled(page)
+    assert not overflow_problems(page, strict=width > 390)
+    page.locator("#id_email").fill("alpha@example.org")
+    other = "ja" if lang == "en" else "en"
+    page.locator("#id_language").select_option(other)
+    page.get_by_role("button", name=words["save"], exact=True).click()
+    page.wait_for_load_state()
+    assert page.locator("html").get_attribute("lang") == other
+    page.locator("#id_language").select_option(lang)
+    page.get_by_role("button", name=TEXT[other]["save"], exact=True).click()
+    page.wait_for_load_state()
+    assert page.locator("html").get_attribute("lang") == lang
+
+    # the team page: a new invitation code, then a new name (no upload yet)
+    team = Team.objects.get(contest=contest, number=1)
+    page.goto(f"{base}/c/ac/teams/{team.pk}/")
+    assert_labelled(page)
+    assert not overflow_problems(page, strict=width > 390)
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name=words["new_code"]).click()
+    page.wait_for_load_state()
+    team.refresh_from_db()
+    assert page.locator("#invitation-code").input_value() == team.invitation_code
+    page.locator("#id_name").fill(f"Alpha {width} {lang}")
+    page.get_by_role("button", name=words["rename"], exact=True).click()
+    page.wait_for_load_state()
+    team.refresh_from_db()
+    assert team.name == f"Alpha {width} {lang}" and team.name in page.locator("main h1").inner_text()
+    message = page.locator("ul.messages li").first
+    assert team.name in message.inner_text()                          # says the new name
+    assert 0 <= message.bounding_box()["y"] < page.viewport_size["height"]   # the answer is in view
+    shot(page, f"team-page-{width}-{lang}")
+    ctx.close()

@@ -1,0 +1,81 @@
+"""The demo contest on a phone (390 px), in English and Japanese: the contest menu shows every page,
+the leaderboard and the upload history read as cards with the values a person acts on (Overall,
+Final / Choose) on screen, the attack forms come before the long tables while the attack phase is
+open, and no page scrolls sideways. Takes the README's phone screenshot of the leaderboard."""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.layout import chart_problems, overflow_problems
+from tests.browser.test_every_page_policy import _context, _login
+
+pytestmark = [pytest.mark.browser]
+
+WIDTH = 390
+
+
+@pytest.fixture
+def demo_site(live_server, settings):
+    from contest.services.demo import setup_demo
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    return live_server.url, setup_demo(log=lambda *a: None)
+
+
+def _inside(page, locator) -> list[str]:
+    """The boxes of ``locator`` that are not wholly on the screen's width."""
+    out = []
+    for el in locator.all():
+        box = el.bounding_box()
+        if box and (box["x"] < -1 or box["x"] + box["width"] > WIDTH + 1):
+            out.append(f"{el.inner_text()[:30]!r} at x={box['x']:.0f}..{box['x'] + box['width']:.0f}")
+    return out
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang):
+    from contest.models import Phase
+    from tests.contest.conftest import move_phase
+    base, contest = demo_site
+    ctx = _context(browser, base, WIDTH, lang)
+    page = ctx.new_page()
+
+    # the contest menu: every page's link on screen, none in a strip that scrolls sideways
+    page.goto(f"{base}/c/demo/leaderboard/")
+    links = page.locator(".subnav a")
+    assert links.count() >= 7
+    assert not _inside(page, links), _inside(page, links)
+    assert not overflow_problems(page, strict=True), overflow_problems(page, strict=True)
+    # the leaderboard as cards: every team's Overall value on screen
+    overall = page.locator("#leaderboard tbody tr td:nth-child(3)")
+    assert overall.count() >= 3 and not _inside(page, overall)
+    if lang == "en":  # the README's picture: the standings as a phone shows them
+        page.evaluate("document.getElementById('leaderboard').scrollIntoView()")
+        readme_shot(page, "leaderboard-phone")
+        page.evaluate("window.scrollTo(0, 0)")
+    shot(page, f"phone-leaderboard-{lang}")
+    for url in ("/c/demo/", "/c/demo/rules/", "/c/demo/attack-matrix/", "/c/demo/awards/", "/c/demo/plots/",
+                "/c/demo/analyses/"):
+        page.goto(base + url)
+        assert not overflow_problems(page, strict=False), (url, overflow_problems(page, strict=False))
+        assert not chart_problems(page), (url, chart_problems(page))
+
+    # a team's dashboard: the upload history's Final / Choose column on screen
+    _login(page, base, "alice", "alice-demo")
+    page.goto(f"{base}/c/demo/team/?round=2")
+    page.goto(f"{base}/c/demo/team/?round=1")
+    final_cells = page.locator("table[id^=history-ds] tbody tr td:last-child")
+    assert final_cells.count() >= 2 and not _inside(page, final_cells), _inside(page, final_cells)
+    assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+    # the attack phase open: the attack forms come before the long tables of the anonymized sets
+    rnd = contest.rounds.get(number=1)
+    move_phase(rnd, Phase.ATTACK, -1, 24)
+    attack = Phase.objects.get(round=rnd, kind=Phase.ATTACK)
+    attack.closed_at = None
+    attack.save()  # a saved row outdates the session's cached dashboard (contest.web.page_cache)
+    page.goto(f"{base}/c/demo/team/?round=1")
+    targets = page.locator("h3[id^=targets-]").bounding_box()["y"]
+    anonymized = page.locator("main h3", has_text="Anonymized sets" if lang == "en" else "匿名化").first
+    assert targets < anonymized.bounding_box()["y"]
+    assert page.locator("form.attack-form").count() >= 1
+    shot(page, f"phone-team-attack-phase-{lang}")
+    ctx.close()
