@@ -32,6 +32,7 @@ import numpy as np
 
 from . import io as sio
 from . import scores
+from .algorithms.anonymizers import mrlh as a2_mrlh
 from .errors import ValidationError
 from .grid import Grid
 from .pseudonymize import pseudonymize
@@ -72,7 +73,6 @@ def make_traces(grid: Grid, m: int = 2000, slots: int = 400, seed: int = 0) -> T
 
 def mrlh(grid: Grid, truth: Traces, mu: int = 1, delete: float = 0.2, seed: int = 0) -> AnonymizedTraces:
     """A2-MRLH(mu, mu, delete) of ``truth``: the benchmark's generalization-heavy anotraces."""
-    from .algorithms.anonymizers import mrlh as a2_mrlh
     return a2_mrlh(grid, truth, np.random.default_rng(seed), mu_x=mu, mu_y=mu, **{"lambda": delete})
 
 

@@ -14,33 +14,29 @@ stderr with exit status 1):
   the same figures the team page shows after an upload
 
 ``--grid info_region.csv`` selects the grid wherever one is needed (default:
-the 2019 Tokyo grid of SPEC 12). Further commands (``anonymize``,
-``attack``, ``algorithms``) are added by :mod:`scoring.algorithms.cli` when
-it is present.
+the 2019 Tokyo grid of SPEC 12; :mod:`scoring.cli_args`). Further commands
+(``anonymize``, ``attack``, ``algorithms``) are added by :mod:`scoring.algorithms.cli`.
 """
 from __future__ import annotations
 
 import argparse
+import secrets
 import sys
 
 from . import io as sio
 from . import scores
+from .algorithms import cli as algorithms_cli
+from .algorithms.registry import judge_defaults
+from .cli_args import add_grid_argument, grid_from_args
 from .errors import ValidationError
-from .grid import Grid, TimeAxis
+from .grid import TimeAxis
+from .preview import judge_mode_params, per_user_csv, per_user_rows, preview
+from .pseudonymize import pseudonymize
 from .vocabulary import AttackKind
 
 
 class CommandError(Exception):
     """A usage problem found after parsing (e.g. a missing --truth)."""
-
-
-def _grid(args) -> Grid:
-    return Grid.from_info_region(args.grid) if args.grid else Grid()
-
-
-def _add_grid(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--grid", metavar="INFO_REGION_CSV", default=None,
-                   help="info_region.csv of the contest grid (default: the 2019 Tokyo 32x32 grid)")
 
 
 def _read_truth(path, grid) -> sio.Traces:
@@ -52,7 +48,7 @@ def _read_truth(path, grid) -> sio.Traces:
 
 
 def cmd_utility(args) -> int:
-    grid = _grid(args)
+    grid = grid_from_args(args)
     truth = _read_truth(args.truth, grid)
     anon = sio.read_anotraces(args.anonymized, grid, truth)
     value = scores.utility(grid, truth, anon, convention=args.convention, lambda_u=args.lambda_u)
@@ -68,7 +64,7 @@ def cmd_reid(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    grid = _grid(args)
+    grid = grid_from_args(args)
     truth = _read_truth(args.truth, grid)
     estimate = sio.read_etraces(args.etraces, grid, truth)
     print(repr(scores.trace_inference(grid, truth, estimate, lambda_t=args.lambda_t,
@@ -77,8 +73,7 @@ def cmd_trace(args) -> int:
 
 
 def cmd_pseudonymize(args) -> int:
-    from .pseudonymize import pseudonymize
-    grid = _grid(args)
+    grid = grid_from_args(args)
     truth = _read_truth(args.truth, grid)
     anon = sio.read_anotraces(args.anonymized, grid, truth)
     result = pseudonymize(anon, seed=args.seed)
@@ -90,7 +85,7 @@ def cmd_pseudonymize(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    grid = _grid(args)
+    grid = grid_from_args(args)
     kind = args.kind
     truth = _read_truth(args.truth, grid) if args.truth else None
     if kind in ("anotraces", "etraces") and truth is None:
@@ -125,11 +120,7 @@ def cmd_validate(args) -> int:
 
 
 def cmd_preview(args) -> int:
-    import secrets
-
-    from .algorithms.registry import judge_defaults
-    from .preview import judge_mode_params, per_user_csv, per_user_rows, preview
-    grid = _grid(args)
+    grid = grid_from_args(args)
     axis = TimeAxis.from_info_time(args.time) if args.time else None
     reference = _read_truth(args.reference, grid)
     truth = _read_truth(args.original, grid)
@@ -182,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--convention", choices=scores.CONVENTIONS, default="mean-distance",
                    help="utility of a generalized set (default: mean-distance, the paper's)")
     p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
-    _add_grid(p)
+    add_grid_argument(p)
     p.set_defaults(func=cmd_utility)
 
     p = sub.add_parser("reid", help="re-identification privacy s_I of an etable")
@@ -195,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("etraces", metavar="ETRACES", help="estimated traces (reg_id)")
     p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
     p.add_argument("--lambda-t", type=float, default=2.0, help="lambda_T in km (default 2)")
-    _add_grid(p)
+    add_grid_argument(p)
     p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("pseudonymize", help="pseudonymize anonymized traces; prints the commitment")
@@ -205,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ptable", required=True, help="ID table file to write (keep it secret)")
     p.add_argument("--seed", type=int, default=None,
                    help="reproducible permutation (tests only; default: cryptographically secure)")
-    _add_grid(p)
+    add_grid_argument(p)
     p.set_defaults(func=cmd_pseudonymize)
 
     p = sub.add_parser("validate", help="check a contest file against SPEC 5")
@@ -213,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--truth", default=None, help="original traces (needed for anotraces and etraces)")
     p.add_argument("--users", type=int, default=None, help="number of users m (etable, without --truth)")
-    _add_grid(p)
+    add_grid_argument(p)
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("preview", help="what the judge's attacks would give an anonymized set")
@@ -239,15 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated judge attacks (default: I1-I3 and T1-T3)")
     p.add_argument("--sample-2019", action="store_true",
                    help="the judge's 2019 sampling mode (the official programs' draws) instead of exact")
-    _add_grid(p)
+    add_grid_argument(p)
     p.set_defaults(func=cmd_preview)
 
-    try:
-        from .algorithms import cli as algorithms_cli
-    except ImportError:
-        algorithms_cli = None
-    if algorithms_cli is not None and hasattr(algorithms_cli, "register"):
-        algorithms_cli.register(sub)
+    algorithms_cli.register(sub)
     return parser
 
 

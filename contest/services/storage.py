@@ -10,6 +10,11 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Iterator
+from datetime import datetime
+
+from django.db.models import BinaryField
+from django.db.models.functions import Substr
+from django.utils import timezone
 
 from contest.models import StoredFile
 from scoring.io import DEFAULT_MAX_BYTES, read_source_bytes
@@ -23,12 +28,18 @@ CHUNK = 1 << 20
 BLOB_LEVEL = 1
 
 
-def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/csv") -> StoredFile:
-    """Store ``data`` (exact bytes) compressed; returns the new row."""
+def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/csv",
+                created_at: datetime | None = None) -> StoredFile:
+    """Store ``data`` (exact bytes) compressed; returns the new row.
+
+    ``created_at``: when the file was first stored (an imported contest keeps its files' times);
+    default now.
+    """
     blob = zlib.compress(data, BLOB_LEVEL)
     return StoredFile.objects.create(
         name=name[:255], blob=blob, sha256=hashlib.sha256(data).hexdigest(), size=len(data),
-        compressed_size=len(blob), content_type=content_type, uploaded_by=user)
+        compressed_size=len(blob), content_type=content_type, uploaded_by=user,
+        created_at=created_at or timezone.now())
 
 
 def store_upload(source, name: str, *, user=None, content_type: str = "text/csv") -> StoredFile:
@@ -60,13 +71,23 @@ def read_bytes(stored: StoredFile) -> bytes:
     return data
 
 
+def _blob_slices(stored: StoredFile, size: int) -> Iterator[bytes]:
+    """The compressed blob of ``stored`` in slices of at most ``size`` bytes, one query each, so a
+    download never holds the whole blob (hundreds of MB for a 2019-size data set) in memory."""
+    rows = StoredFile.objects.filter(pk=stored.pk)
+    for start in range(0, stored.compressed_size, size):
+        part = Substr("blob", start + 1, size, output_field=BinaryField())  # SQL counts from 1
+        yield bytes(rows.annotate(part=part).values_list("part", flat=True).get())
+
+
 def iter_bytes(stored: StoredFile, chunk: int = CHUNK) -> Iterator[bytes]:
-    """Stream the original bytes chunk by chunk (for downloads), without holding them all."""
+    """Stream the original bytes (for downloads): the blob is read from the database slice by slice
+    (``chunk`` compressed bytes a query) and inflated as it comes, so neither the blob nor the
+    content is ever whole in memory. The SHA-256 is checked at the end."""
     d = zlib.decompressobj()
-    blob = memoryview(bytes(stored.blob))
     h = hashlib.sha256()
-    for i in range(0, len(blob), chunk):
-        out = d.decompress(blob[i:i + chunk])
+    for part in _blob_slices(stored, chunk):
+        out = d.decompress(part)
         if out:
             h.update(out)
             yield out

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
-import zlib
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -24,9 +22,12 @@ from django.utils.dateparse import parse_datetime
 
 from contest import models as m
 from contest.services import audit, bundles, storage
+from scoring.io import archive
 
 FORMAT = "tracecup-contest-export"
 VERSION = 1
+#: contest.json of a 2019-size contest is a few MB (rows, not files); anything far beyond is not ours.
+MAX_INDEX_BYTES = 512 << 20
 
 # (key, model, filter from the contest) in dependency order.
 SECTIONS = [
@@ -119,8 +120,8 @@ def _user(username):
 @transaction.atomic
 def import_contest(source, *, slug: str | None = None, actor=None) -> m.Contest:
     """Recreate a contest from an export archive (``source``: path or binary file)."""
-    with zipfile.ZipFile(source) as z:
-        doc = json.loads(z.read("contest.json"))
+    with archive.zip_members(source) as member:
+        doc = json.loads(member("contest.json", MAX_INDEX_BYTES))
         if doc.get("format") != FORMAT or doc.get("version") != VERSION:
             raise ValueError(f"not a {FORMAT} version {VERSION} archive")
         new: dict = {}
@@ -145,12 +146,14 @@ def import_contest(source, *, slug: str | None = None, actor=None) -> m.Contest:
 
         new[m.StoredFile] = {}
         for i, row in enumerate(doc["files"], start=1):
-            content = z.read(f"files/{row['sha256']}")
+            # the index declares each file's size: a member larger than that is refused while read
+            content = member(f"files/{row['sha256']}", int(row["size"]))
             if hashlib.sha256(content).hexdigest() != row["sha256"]:
                 raise ValueError(f"file {row['name']} does not match its SHA-256")
             kwargs = build(m.StoredFile, row)
-            blob = zlib.compress(content, storage.BLOB_LEVEL)
-            new[m.StoredFile][i] = m.StoredFile.objects.create(blob=blob, compressed_size=len(blob), **kwargs)
+            new[m.StoredFile][i] = storage.store_bytes(
+                content, kwargs["name"], user=kwargs.get("uploaded_by"),
+                content_type=kwargs.get("content_type", "text/csv"), created_at=kwargs.get("created_at"))
     crow = dict(doc["contest"])
     if slug:
         crow["slug"] = slug

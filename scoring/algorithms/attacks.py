@@ -465,10 +465,12 @@ _SAMPLE_HOME = Param("sample_2019", bool, False,
                      "(the 2019 HomeProb used every 8:00-8:59 event; see the module doc)")
 _DELTA = Param("delta", float, DELTA, "visit probability given to a region never visited in R (seed 001: 1e-8)")
 _S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (SPEC 3); "
-           "set it from the contest's time axis with Algorithm.axis_params")
+           "set it from the contest's time axis with Algorithm.axis_params",
+           from_axis=lambda axis: int(axis.slots_per_day))
 _HOME = Param("home_slots", str, "0,1",
               "0-based slots of the day used by HomeProb: 8:00 and 8:30 = 8:00-8:59 (seed 001, 2.2.3) on the "
-              "2019 axis; home_slots(axis) / Algorithm.axis_params give them on another axis")
+              "2019 axis; home_slots(axis) / Algorithm.axis_params give them on another axis",
+              from_axis=home_slots)
 
 
 # ----------------------------------------------------------------------------- re-identification

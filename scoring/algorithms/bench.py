@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import io as sio
 from ..bench import _best
 from ..bench import _peak_rss_mb as peak_rss_mb
 from ..grid import Grid
@@ -70,7 +71,6 @@ def datasets(data: Path):
     rng = np.random.default_rng(0)
     S = 20
     if (data / "osaka" / "info_region.csv").exists():
-        from .. import io as sio
         grid = Grid.from_info_region(data / "osaka" / "info_region.csv")
         ref = sio.read_traces(data / "osaka" / "reftraces_team001_data01_IDP.csv", grid)
         org = sio.read_traces(data / "osaka" / "orgtraces_team001_data01_IDP.csv", grid)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from .. import io as sio
-from ..cli import _add_grid, _grid
+from ..cli_args import add_grid_argument, grid_from_args
 from ..grid import TimeAxis
 from ..vocabulary import AttackKind
 from .registry import KINDS, all_algorithms, get
@@ -50,7 +50,7 @@ def _algorithm(name: str, kinds: tuple[str, ...]):
 def cmd_anonymize(args) -> int:
     algorithm = _algorithm(args.name, ("anonymizer",))
     params = algorithm.resolve(parse_params(args.param))  # bad parameters fail before any file is read
-    grid = _grid(args)
+    grid = grid_from_args(args)
     truth = sio.read_traces(args.truth, grid)
     anon = algorithm.run(grid, truth, seed=args.seed, **params)
     sio.write_anotraces(anon, args.out)
@@ -61,7 +61,7 @@ def cmd_attack(args) -> int:
     algorithm = _algorithm(args.name, (AttackKind.REIDENTIFICATION, AttackKind.TRACE_INFERENCE))
     axis = algorithm.axis_params(TimeAxis.from_info_time(args.time)) if args.time else {}
     params = algorithm.resolve({**axis, **parse_params(args.param)})  # an explicit --param wins
-    grid = _grid(args)
+    grid = grid_from_args(args)
     reference = sio.read_traces(args.reference, grid)
     pub = sio.read_pubtraces(args.pubtraces, grid)
     result = algorithm.run(grid, reference, pub, seed=args.seed, **params)
@@ -106,7 +106,7 @@ def _add_common(p) -> None:
     p.add_argument("--param", action="append", metavar="KEY=VALUE", default=[],
                    help="set a parameter (repeatable); see `python -m scoring algorithms`")
     p.add_argument("--seed", type=int, default=None, help="random seed (reproducible run)")
-    _add_grid(p)
+    add_grid_argument(p)
 
 
 def register(subparsers) -> None:

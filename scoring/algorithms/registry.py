@@ -37,6 +37,9 @@ class Param:
     type: type
     default: Any
     doc: str = ""
+    #: The value this parameter takes on a contest's :class:`~scoring.grid.TimeAxis`, when it
+    #: follows from the axis (a slot count, the slots of a window); ``None`` when it does not.
+    from_axis: Callable[[Any], Any] | None = None
 
     def parse(self, text: str):
         """Convert a command-line/form value to this parameter's type."""
@@ -84,16 +87,10 @@ class Algorithm:
         ``home_slots`` (the slots starting within 8:00-8:59) default to the
         2019 axis; a contest with another :class:`~scoring.grid.TimeAxis`
         passes these to :meth:`run`: ``alg.run(..., **alg.axis_params(axis))``.
-        Only the parameters this algorithm has are returned.
+        Only the parameters of this algorithm that follow from the axis
+        (:attr:`Param.from_axis`) are returned.
         """
-        from .attacks import home_slots  # attacks imports this module
-        names = {p.name for p in self.params}
-        out: dict[str, Any] = {}
-        if "slots_per_day" in names:
-            out["slots_per_day"] = int(axis.slots_per_day)
-        if "home_slots" in names:
-            out["home_slots"] = home_slots(axis)
-        return out
+        return {p.name: p.from_axis(axis) for p in self.params if p.from_axis is not None}
 
     def run(self, *args, seed: int | None = None, rng: np.random.Generator | None = None, **overrides):
         """Run with defaults updated by ``overrides``; deterministic given ``seed``."""
@@ -120,14 +117,10 @@ def register(name: str, kind: str, params=(), judge_default: bool = False):
     return wrap
 
 
-def _load_all() -> None:
-    # Importing the modules registers their algorithms.
-    # (They import this module for ``register``, so this import cannot move to the top.)
-    from . import anonymizers, attacks, reference_attacks  # noqa: F401
-
-
 def get(name: str) -> Algorithm:
-    _load_all()
+    # Complete whoever imports this module: the package ``scoring.algorithms`` imports this
+    # module and then the modules that register their algorithms (anonymizers, attacks,
+    # reference_attacks), and Python runs the package before any of its modules.
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -135,7 +128,6 @@ def get(name: str) -> Algorithm:
 
 
 def all_algorithms(kind: str | None = None) -> list[Algorithm]:
-    _load_all()
     return [a for a in _REGISTRY.values() if kind is None or a.kind == kind]
 
 

@@ -1,7 +1,8 @@
 """The one decompressor: raw bytes of a path, bytes or file object; gzip and zip under a size limit.
 
 Every upload, stored file and command-line input of the project goes through
-:func:`read_source_bytes`.
+:func:`read_source_bytes`; a contest archive of many files is read member by member
+through :func:`zip_members`.
 """
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import io
 import os
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import ValidationError, show_value
@@ -110,18 +113,49 @@ def _unzip(f, max_bytes: int, keep: bool = True) -> bytes:
             if not files:
                 raise ValidationError.of("zip_no_file")
             raise ValidationError.of("zip_members", count=len(files), names=names)
-        info = files[0]
-        if info.file_size > max_bytes:
-            raise _too_big(max_bytes)
+        return _read_member(zf, files[0], max_bytes, keep)
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, max_bytes: int, keep: bool = True) -> bytes:
+    """One member of an open zip, streamed with the size limit (``keep``: as in :func:`_gunzip`)."""
+    if info.file_size > max_bytes:
+        raise _too_big(max_bytes)
+    try:
+        with zf.open(info) as f:
+            return _read_limited(f, max_bytes, keep)
+    except ValidationError:
+        raise
+    except RuntimeError as exc:  # encrypted member
+        raise ValidationError.of("zip_unreadable", name=show_value(info.filename), detail=str(exc)) from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError) as exc:
+        raise ValidationError.of("zip_member_broken", name=show_value(info.filename), detail=str(exc)) from None
+
+
+@contextmanager
+def zip_members(source) -> Iterator[Callable[[str, int], bytes]]:
+    """Read named members of a zip of many files (a contest archive this project exported).
+
+    Uploads hold one CSV and go through :func:`read_source_bytes`; an archive of a whole contest
+    holds many files, each read here by name under its own limit (the size its index declares),
+    through the same bounded member reader. ``source``: a path or a seekable binary file.
+
+    Yields ``read(name, max_bytes) -> bytes``; it raises :class:`ValidationError` for a member that
+    is missing, larger than ``max_bytes`` or broken.
+    """
+    try:
+        zf = zipfile.ZipFile(source)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        raise ValidationError.of("zip_broken", detail=str(exc)) from None
+
+    def read(name: str, max_bytes: int) -> bytes:
         try:
-            with zf.open(info) as f:
-                return _read_limited(f, max_bytes, keep)
-        except ValidationError:
-            raise
-        except RuntimeError as exc:  # encrypted member
-            raise ValidationError.of("zip_unreadable", name=show_value(info.filename), detail=str(exc)) from None
-        except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, ValueError) as exc:
-            raise ValidationError.of("zip_member_broken", name=show_value(info.filename), detail=str(exc)) from None
+            info = zf.getinfo(name)
+        except KeyError:
+            raise ValidationError.of("zip_unreadable", name=show_value(name), detail="no such file") from None
+        return _read_member(zf, info, max_bytes)
+
+    with zf:
+        yield read
 
 
 def read_source_bytes(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:

@@ -82,6 +82,40 @@ def _run(args, env_extra, timeout=120):
                           timeout=timeout)
 
 
+
+@pytest.mark.django_db
+def test_import_refuses_a_file_larger_than_the_archive_declares_and_keeps_nothing(tmp_path):
+    """A member is read under the size the archive's index declares for it (the one bounded zip
+    reader of scoring.io), so an archive whose member was swapped for a larger one is refused with
+    the file named, and the import leaves no contest and no stored file behind."""
+    from django.core.management.base import CommandError
+
+    from contest.models import StoredFile
+    from contest.services.setup import create_contest
+    from tests.contest.conftest import contest_spec
+
+    create_contest(contest_spec(slug="small"))
+    good = tmp_path / "good.zip"
+    call_command("export_contest", "small", str(good), stdout=io.StringIO())
+    with zipfile.ZipFile(good) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+        doc = json.loads(members["contest.json"])
+    # the index lists a 10-byte file; the archive's member of that name inflates to 1 MB
+    row = {"name": "tiny.csv", "sha256": "0" * 64, "size": 10, "content_type": "text/csv",
+           "uploaded_by": None, "created_at": None}
+    doc["files"].append(row)
+    members["contest.json"] = json.dumps(doc).encode()
+    members[f"files/{row['sha256']}"] = b"x" * (int(row["size"]) + 1_000_000)
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, content in members.items():
+            z.writestr(name, content)
+    before = StoredFile.objects.count()
+    with pytest.raises(CommandError, match=f"larger than|at most {int(row['size']):,}"):
+        call_command("import_contest", str(bad), "--slug", "small-copy", stdout=io.StringIO())
+    assert not Contest.objects.filter(slug="small-copy").exists()
+    assert StoredFile.objects.count() == before
+
 def test_check_deploy_is_clean_under_production_settings():
     r = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
              {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "ALLOWED_HOSTS": "contest.example.org",

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from contest.services.transfer import import_contest
+from scoring.errors import ValidationError
 
 
 class Command(BaseCommand):
@@ -13,6 +14,6 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         try:
             contest = import_contest(opts["archive"], slug=opts["slug"])
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ValidationError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(f"imported contest {contest.slug!r}")
