@@ -9,7 +9,8 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
   ``var/tracecup.sqlite3`` under the project (embedded, no server needed).
 - ``CELERY_BROKER_URL``: default kombu's filesystem transport under
   ``var/broker/`` (a server-less broker that still needs a real worker
-  process); production ``redis://host:6379/0``.
+  process; served by ``contest.broker``, which writes and claims each message
+  file atomically); production ``redis://host:6379/0``.
 - ``SECRET_KEY``: required unless ``DEBUG`` is on (a fixed development key is
   used then).
 - ``DEBUG`` (``1``/``0``, default ``1`` unless ``TRACECUP_PRODUCTION=1``),
