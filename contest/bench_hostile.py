@@ -103,7 +103,7 @@ print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.siz
                                     stderr=subprocess.STDOUT, start_new_session=True)
         wlog = open(self.folder / "worker.log", "w")
         self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",
-                                        "-Q", queues.ALL_QUEUES, "-l", "WARNING", "--without-mingle", "--without-gossip"],
+                                        "-Q", queues.with_sweep(queues.ALL_QUEUES), "-l", "WARNING", *queues.WORKER_OPTIONS],
                                        cwd=ROOT, env=self.env, stdout=wlog, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         self.procs = [self.web, self.worker]

@@ -303,10 +303,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT - min(30, max(1, TRACECUP_
 # A request that queues a job must not hang on a dead broker: one quick retry, then the job waits
 # in the database (the outbox) for the sweep to send it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+TRACECUP_SWEEP_SECONDS = env.int("TRACECUP_SWEEP_SECONDS", default=60)
+# The sweep has its own queue, served by every worker (contest.queues.SWEEP_QUEUE); a sweep nobody took
+# within its period is dropped (the next one does the same work), so sweeps do not pile up while no
+# worker runs.
+CELERY_TASK_ROUTES = {"contest.tasks.sweep": {"queue": queues.SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs-and-phases": {
         "task": "contest.tasks.sweep",
-        "schedule": timedelta(seconds=env.int("TRACECUP_SWEEP_SECONDS", default=60)),
+        "schedule": timedelta(seconds=TRACECUP_SWEEP_SECONDS),
+        "options": {"queue": queues.SWEEP_QUEUE, "expires": TRACECUP_SWEEP_SECONDS},
     },
 }
 
