@@ -137,6 +137,43 @@ def _generate_city(round_: Round, out: Path, n_teams: int, seed: int, job=None) 
     return dict(generator="city", generator_version="tracecup-city-1", seed=seed, sets=sets)
 
 
+def set_numbers(contest, team_numbers: list[int]) -> dict[int, int]:
+    """generated number -> stored number of a round's sets, for the approved teams ``team_numbers`` (sorted).
+
+    The generators number a round's sets 1..tau (teams), tau+1 (benchmark), tau+2 and tau+3 (samples)
+    (SPEC 4). Each round must give the benchmark and the samples the numbers of the contest's earlier
+    rounds (the results know one benchmark team), and a team that joined after an earlier round
+    (``contest.services.teams.next_team_number``: past every number in use) keeps its own number: the
+    i-th generated team set goes to the i-th approved team. The identity when numbers are 1..tau
+    and no earlier round disagrees (every contest whose teams did not change).
+    """
+    n = len(team_numbers)
+    earlier = Dataset.objects.filter(round__contest=contest)
+    bench = sorted(set(earlier.filter(kind=Dataset.BENCHMARK).values_list("number", flat=True)))
+    samples = sorted(set(earlier.filter(kind=Dataset.SAMPLE).values_list("number", flat=True)))
+    if len(bench) != 1 or len(samples) != 2 or set(bench + samples) & set(team_numbers):
+        start = max([n, *team_numbers])
+        bench, samples = [start + 1], [start + 2, start + 3]
+    return {**{i + 1: t for i, t in enumerate(team_numbers)}, n + 1: bench[0], n + 2: samples[0], n + 3: samples[1]}
+
+
+def renumber_sets(manifest: dict, out: Path, numbers: dict[int, int]) -> None:
+    """Give the generated sets in ``manifest`` (files in ``out``) their stored numbers ``numbers``
+    (:func:`set_numbers`): the manifest's ``team`` and the 2019 file names (``..._teamNNN_...``)."""
+    moves = [(s, int(s["team"]), numbers[int(s["team"])]) for s in manifest["sets"]]
+    moves = [(s, old, new) for s, old, new in moves if old != new]
+    staged = []
+    for s, old, new in moves:  # two steps: a new name may be another set's old name
+        for key in ("reftraces", "orgtraces"):
+            tmp = f"renumber-{s[key]}"
+            (out / s[key]).rename(out / tmp)
+            staged.append((s, key, tmp, s[key].replace(f"team{old:03d}", f"team{new:03d}")))
+        s["team"] = new
+    for s, key, tmp, name in staged:
+        (out / tmp).rename(out / name)
+        s[key] = name
+
+
 def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
     """Generate and store every dataset of ``round_`` (idempotent)."""
     contest = round_.contest
@@ -144,14 +181,13 @@ def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
     n_teams = len(teams)
     if n_teams == 0:
         raise ValueError("the contest has no approved teams to generate data for")
-    if sorted(teams) != list(range(1, n_teams + 1)):
-        raise ValueError(f"team numbers must be 1..{n_teams} for data generation, got {sorted(teams)}")
     expected = (n_teams + 3) * 2
     if Dataset.objects.filter(round=round_).count() >= expected:
         return list(Dataset.objects.filter(round=round_))
     with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
         out = Path(tmp)
         manifest = _generate_files(round_, out, n_teams, job)
+        renumber_sets(manifest, out, set_numbers(contest, sorted(teams)))
         generator = f"{manifest.get('generator', contest.synthesizer)} {manifest.get('generator_version', '')}".strip()
         with transaction.atomic():
             locked = Round.objects.select_for_update().get(pk=round_.pk)
