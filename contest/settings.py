@@ -162,6 +162,9 @@ TRACECUP_BUNDLE_DIR = Path(env.str("TRACECUP_BUNDLE_DIR", default=str(VAR_DIR / 
 DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
 DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DATABASE_URL.startswith("sqlite") else 60
+# A kept connection is checked before a request uses it: one the server dropped (a restart, a failover,
+# pg_terminate_backend) is replaced instead of answering 500.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web process and the worker write the same file: wait for the lock
     # instead of failing, and take the write lock at BEGIN so that the
