@@ -53,8 +53,38 @@ from scoring.results import default_round_weight
 SUPPORTED_VERSIONS = (1,)
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
 
+#: The largest contest file read (bytes of UTF-8): a real one is a few kB (contest/example_contest.yaml).
+MAX_CONTEST_FILE_BYTES = 256 * 1024
+#: The longest error message about a contest file: messages quote values from the file, and an answer
+#: must never echo an unbounded input back.
+MAX_ERROR_CHARS = 500
+
+
 class SetupError(ValueError):
-    """A contest file that cannot be used; the message names the key and the problem."""
+    """A contest file that cannot be used; the message names the key and the problem (at most
+    :data:`MAX_ERROR_CHARS` characters, whatever value it quotes)."""
+
+    def __init__(self, message: str):
+        message = str(message)
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[:MAX_ERROR_CHARS - 20] + " ... (shortened)"
+        super().__init__(message)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses aliases (``*name``, also in ``<<: *name`` merges).
+
+    An alias repeats a node without repeating its text: nested aliases expand a 654-byte document
+    into gigabytes (the "billion laughs"; issue 25 measured 285 s and a 5.2 GB error body). A contest
+    file has no need of them, so the composer refuses the first one before anything is expanded.
+    """
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise SetupError(f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor[:40]}) are not "
+                             "allowed in a contest file; write the value out")
+        return super().compose_node(parent, index)
 
 
 def parse_time(value, tz, now=None):
@@ -80,8 +110,12 @@ def parse_time(value, tz, now=None):
 
 
 def load_yaml(text: str) -> dict:
+    """The contest file ``text`` as a dict: at most :data:`MAX_CONTEST_FILE_BYTES`, no YAML aliases."""
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_CONTEST_FILE_BYTES:
+        raise SetupError(f"the contest file has {size} bytes; at most {MAX_CONTEST_FILE_BYTES} are read")
     try:
-        spec = yaml.safe_load(text)
+        spec = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader without aliases)
     except yaml.YAMLError as exc:
         raise SetupError(f"not valid YAML: {exc}") from None
     if not isinstance(spec, dict):
