@@ -99,7 +99,10 @@ def parse_time(value, tz, now=None):
                 return now
             amount = float(m.group(2)) * (1 if m.group(1) == "+" else -1)
             unit = {"d": "days", "h": "hours", "m": "minutes"}[m.group(3)]
-            return now + timedelta(**{unit: amount})
+            try:
+                return now + timedelta(**{unit: amount})
+            except OverflowError:  # past year 9999 (Python's datetime): no contest runs that long
+                raise SetupError(f"time {text[:60]!r} is beyond the year 9999") from None
         try:
             dt = datetime.fromisoformat(text)
         except ValueError:
@@ -182,8 +185,8 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
                   for kind, w in (r.get("phases") or {}).items()}
         _create_round(contest, number=int(r.get("number", i + 1)), name=r.get("name") or f"Round {i + 1}",
                       weight=_weight(r, int(r.get("number", i + 1)), len(rounds), f"rounds[{i}]"),
-                      ref_days=int(r.get("ref_days", 20)),
-                      org_days=int(r.get("org_days", 20)), phases=phases, where=f"rounds[{i}]")
+                      ref_days=r.get("ref_days", 20), org_days=r.get("org_days", 20), phases=phases,
+                      where=f"rounds[{i}]")
     for i, t in enumerate(spec.get("teams") or []):
         team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
         for entry in t.get("members") or []:
@@ -193,8 +196,22 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     return contest
 
 
+#: The most reference (and original) days of a round. 2019 had 20 + 20; a day of 2000 users is 40000
+#: trace rows per set and every team's sets are generated, scored and attacked in memory, so the
+#: bound keeps one round's data (and the judge's attack matrices) within a worker's memory.
+MAX_ROUND_DAYS = 100
+
+
+def round_days(value, where: str) -> int:
+    """``value`` as a round's number of reference or original days, 1..:data:`MAX_ROUND_DAYS`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROUND_DAYS:
+        raise SetupError(f"{where}: expected an integer in [1, {MAX_ROUND_DAYS}] (days of a round), got {value!r}")
+    return value
+
+
 def _create_round(contest, *, number, name, weight, ref_days, org_days, phases, where) -> Round:
     """A round and its phases ``{kind: (opens, closes)}`` (aware datetimes); ``where`` names it in errors."""
+    ref_days, org_days = round_days(ref_days, f"{where}.ref_days"), round_days(org_days, f"{where}.org_days")
     for kind, (opens, closes) in phases.items():
         if kind not in (Phase.ANONYMIZATION, Phase.ATTACK):
             raise SetupError(f"{where}.phases: unknown phase {kind!r} (anonymization or attack)")
