@@ -107,6 +107,11 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "contest.lockout.lockout_response"
+# The client address of a login (contest.lockout.client_address): behind the project's nginx, which sets
+# X-Real-IP to the address it saw (docker-compose sets TRACECUP_TRUSTED_PROXY=1), that header; otherwise
+# the socket's peer (a header from a client without our proxy in front could be anything).
+TRACECUP_TRUSTED_PROXY = _env_bool("TRACECUP_TRUSTED_PROXY", False)
+AXES_CLIENT_IP_CALLABLE = "contest.lockout.client_address"
 AXES_VERBOSE = False
 
 # ----- Content-Security-Policy (django-csp) ------------------------------------------
