@@ -11,8 +11,8 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
   ``var/broker/`` (a server-less broker that still needs a real worker
   process; served by ``contest.broker``, which writes and claims each message
   file atomically); production ``redis://host:6379/0``.
-- ``SECRET_KEY``: required unless ``DEBUG`` is on (a fixed development key is
-  used then).
+- ``SECRET_KEY``: required with ``TRACECUP_PRODUCTION=1`` (even with ``DEBUG``
+  on); otherwise a fixed development key is used.
 - ``DEBUG`` (``1``/``0``, default ``1`` unless ``TRACECUP_PRODUCTION=1``),
   ``ALLOWED_HOSTS`` (comma separated), ``CSRF_TRUSTED_ORIGINS``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
@@ -50,10 +50,10 @@ DEBUG = _env_bool("DEBUG", not PRODUCTION)
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
-    if DEBUG or not PRODUCTION:
+    if not PRODUCTION:
         # Development only: a fixed key so sessions survive restarts of the demo.
         SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"
-    else:
+    else:  # also with DEBUG on: the repository's key would sign production sessions silently
         from django.core.exceptions import ImproperlyConfigured
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")
 
@@ -158,6 +158,9 @@ TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", defau
 #: Seconds a whole public page stays cached for visitors without a session (0: off); what the clock
 #: changes (a phase opening) shows within this time, what is audited at once (contest.web.page_cache).
 TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
+#: Public pages a client address may have rendered (not served from the cache) per minute; 0: no limit
+#: (the default outside TRACECUP_PRODUCTION: the demo, tests and benchmarks come from one address).
+TRACECUP_PAGE_RENDERS_PER_MINUTE = env.int("TRACECUP_PAGE_RENDERS_PER_MINUTE", default=120 if PRODUCTION else 0)
 #: Where built bundles (a round's attack material, the organizer's export) lie as zips
 #: (contest.services.bundles). Derived data, rebuilt where missing; the web servers and the workers
 #: of the results queue share it (docker-compose: the ``bundles`` volume).
