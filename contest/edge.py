@@ -118,3 +118,32 @@ http {{
                 break
             except subprocess.TimeoutExpired:
                 continue
+
+
+def half_open(port: int, n: int) -> list[socket.socket]:
+    """``n`` connections to 127.0.0.1:``port`` each holding half a request, as a slow client does: a token
+    POST that promises 1 MB and sends a few bytes, or a GET without its final blank line (alternately).
+    The caller closes them."""
+    socks = []
+    for i in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if i % 2 == 0:
+            s.sendall(b"POST /api/auth/token/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000000\r\n\r\n{\"username\": ")
+        else:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/html\r\n")
+        socks.append(s)
+    return socks
+
+
+def get_status(port: int, path: str, timeout: float) -> int:
+    """The status of ``GET path`` on 127.0.0.1:``port`` (0: no answer within ``timeout`` s, or refused)."""
+    import http.client  # noqa: PLC0415 (only here)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return 0
+    finally:
+        conn.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -47,7 +46,7 @@ def production_stack(tmp_path):
     try:
         proxy.start()
         deadline = time.time() + 60
-        while get(proxy.port, "/api/contests/", timeout=5) != 200:
+        while edge.get_status(proxy.port, "/api/contests/", timeout=5) != 200:
             assert time.time() < deadline, (tmp_path / "gunicorn.log").read_text()[-2000:]
             time.sleep(0.3)
         yield port, proxy.port
@@ -57,49 +56,23 @@ def production_stack(tmp_path):
         log.close()
 
 
-def get(port: int, path: str, timeout: float) -> int:
-    """The status of ``GET path`` (0: no answer within ``timeout`` seconds or the connection refused)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        return conn.getresponse().status
-    except OSError:
-        return 0
-    finally:
-        conn.close()
-
-
-def half_open(port: int, n: int) -> list[socket.socket]:
-    """``n`` connections each holding half a request: a token POST promising 1 MB, or a GET without its end."""
-    socks = []
-    for i in range(n):
-        s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        if i % 2 == 0:
-            s.sendall(b"POST /api/auth/token/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: 1000000\r\n\r\n{\"username\": ")
-        else:
-            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/html\r\n")
-        socks.append(s)
-    return socks
-
-
 def test_half_sent_requests_hold_gunicorn_but_not_the_site_behind_nginx(production_stack):
     gunicorn, nginx = production_stack
-    slow = half_open(gunicorn, 3)  # the attack of the issue, straight at gunicorn
+    slow = edge.half_open(gunicorn, 3)  # the attack of the issue, straight at gunicorn
     try:
         time.sleep(0.5)
-        assert get(gunicorn, "/api/contests/", timeout=3) == 0, "gunicorn answered: the test shows nothing"
+        assert edge.get_status(gunicorn, "/api/contests/", timeout=3) == 0, "gunicorn answered: the test shows nothing"
     finally:
         for s in slow:
             s.close()
     time.sleep(1)
-    slow = half_open(nginx, 20)
+    slow = edge.half_open(nginx, 20)
     try:
         time.sleep(0.5)
         answers = []
         for _ in range(8):
             t0 = time.monotonic()
-            answers.append((get(nginx, "/api/contests/", timeout=5), time.monotonic() - t0 < 2))
+            answers.append((edge.get_status(nginx, "/api/contests/", timeout=5), time.monotonic() - t0 < 2))
         assert answers == [(200, True)] * 8
     finally:
         for s in slow:
