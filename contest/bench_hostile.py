@@ -12,8 +12,17 @@ once the worker has judged it), the time until that answer, and the peak
 resident memory of the web worker and of the Celery worker during that input
 (Linux ``VmHWM``, reset before each input through ``/proc/PID/clear_refs``).
 
-Targets (issue 9): every input answered with a specific code, nothing crashes,
-peak web memory under 300 MB for any upload, no request above the cap read.
+The stack is the production one (issue 25): ``TRACECUP_PRODUCTION=1`` and, where
+nginx is installed, the front of ``deploy/nginx.conf.template`` before gunicorn
+(``contest.edge``); requests go through it. Beyond uploads it probes what a
+stranger or an organizer can send: 50 half-sent requests held open while public
+pages are fetched (and, for comparison, 3 straight at gunicorn), a YAML alias
+bomb and unbounded synthesizer parameters in a contest file.
+
+Targets (issues 9 and 25): every input answered with a specific code, nothing
+crashes, peak web memory under 300 MB for any upload, no request above the cap
+read; with 50 half-open connections every public page answers 200 within 1 s;
+contest files answered 400 within a second.
 """
 from __future__ import annotations
 
@@ -24,7 +33,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,7 +41,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from contest import queues
+from contest import edge, queues
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20
@@ -54,7 +62,11 @@ class Stack:
         self.env = dict(os.environ, DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}",
                         CELERY_BROKER_URL="filesystem://", TRACECUP_VAR_DIR=str(folder),
                         TRACECUP_BROKER_DIR=str(folder / "broker"), CELERY_TASK_ALWAYS_EAGER="0",
-                        DJANGO_SETTINGS_MODULE="contest.settings", PYTHONUNBUFFERED="1")
+                        DJANGO_SETTINGS_MODULE="contest.settings", PYTHONUNBUFFERED="1",
+                        # production settings, on plain HTTP on loopback
+                        TRACECUP_PRODUCTION="1", DEBUG="0", SECRET_KEY="bench-hostile-" + os.urandom(16).hex(),
+                        ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0", TRACECUP_TRUSTED_PROXY="1")
+        self.proxy: edge.Nginx | None = None
         self.users = users
         self.procs: list[subprocess.Popen] = []
 
@@ -94,16 +106,14 @@ print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.siz
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def start(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.gunicorn_port = self.port = edge.free_port()
         log = open(self.folder / "web.log", "w")
         self.web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{self.port}",
                                      "-w", "1", "--timeout", "300"], cwd=ROOT, env=self.env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         wlog = open(self.folder / "worker.log", "w")
         self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",
-                                        "-Q", queues.ALL_QUEUES, "-l", "WARNING", "--without-mingle", "--without-gossip"],
+                                        "-Q", queues.with_sweep(queues.ALL_QUEUES), "-l", "WARNING", *queues.WORKER_OPTIONS],
                                        cwd=ROOT, env=self.env, stdout=wlog, stderr=subprocess.STDOUT,
                                        start_new_session=True)
         self.procs = [self.web, self.worker]
@@ -117,8 +127,14 @@ print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.siz
             if time.time() > deadline:
                 raise RuntimeError("gunicorn did not start:\n" + (self.folder / "web.log").read_text()[-2000:])
             time.sleep(0.3)
+        if edge.nginx_binary() is not None:  # requests go through the front from now on
+            self.proxy = edge.Nginx(self.folder / "nginx", f"127.0.0.1:{self.gunicorn_port}",
+                                    max_body_bytes=200 * MB + MB, static_root=ROOT / "static").start()
+            self.port = self.proxy.port
 
     def stop(self) -> None:
+        if self.proxy is not None:
+            self.proxy.stop()
         for p in self.procs:
             try:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -338,6 +354,23 @@ def stream_post(stack: Stack, path: str, size: int, chunked: bool) -> tuple[int,
     return answer(conn)
 
 
+def send_contest_file(stack: Stack, text: str) -> str:
+    """POST a contest file as the organizer; the answer's status, error code and body size."""
+    conn = http.client.HTTPConnection("127.0.0.1", stack.port, timeout=60)
+    try:
+        conn.request("POST", "/api/contests/", body=json.dumps({"yaml": text}),
+                     headers=stack.auth(**{"Content-Type": "application/json"}))
+        r = conn.getresponse()
+        raw = r.read()
+    finally:
+        conn.close()
+    try:
+        code = json.loads(raw).get("error", {}).get("code", "")
+    except (ValueError, AttributeError):
+        code = ""
+    return f"{r.status} {code} ({len(raw)} B)"
+
+
 def judged(stack: Stack, aset_id: int, timeout: float = 120) -> str:
     """The upload's status once the worker has judged it, with its first issue's code if rejected."""
     deadline = time.time() + timeout
@@ -352,7 +385,65 @@ def judged(stack: Stack, aset_id: int, timeout: float = 120) -> str:
     return "still pending"
 
 
-def run(users: int = 200, out=sys.stdout) -> list[tuple[str, str, float, float, float]]:
+#: Public pages fetched while slow clients hold connections open (the bench contest is "hostile").
+PUBLIC_PAGES = ("/c/hostile/", "/c/hostile/leaderboard/", "/c/hostile/rules/", "/api/contests/")
+
+
+def slow_clients(port: int, held: int, requests: int, timeout: float) -> str:
+    """Hold ``held`` half-sent requests open on ``port`` while ``requests`` public pages are fetched."""
+    socks = edge.half_open(port, held)
+    try:
+        time.sleep(0.5)
+        times, ok = [], 0
+        for i in range(requests):
+            t0 = time.perf_counter()
+            ok += edge.get_status(port, PUBLIC_PAGES[i % len(PUBLIC_PAGES)], timeout) == 200
+            times.append(time.perf_counter() - t0)
+    finally:
+        for sock in socks:
+            sock.close()
+    times.sort()
+    return f"{ok} of {requests} pages 200, p95 {times[int(0.95 * (len(times) - 1))] * 1000:.0f} ms"
+
+
+def alias_bomb(levels: int) -> str:
+    """The "billion laughs" as a contest file: each level lists the previous one nine times (9**levels)."""
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{k}: &a{k} [" + ",".join([f"*a{k - 1}"] * 9) + "]" for k in range(1, levels + 1)]
+    return "\n".join(lines + [f"version: *a{levels}"]) + "\n"
+
+
+def contest_file(n: int, parameters: dict | None = None, **round_fields) -> str:
+    """A small contest file (slug ``probe<n>``) with extra ``parameters`` and round fields."""
+    import yaml  # noqa: PLC0415 (a runtime dependency; only the contest-file probes need it)
+    params = {"users_per_set": 50, "synthesizer": "city", **(parameters or {})}
+    rnd = {"number": 1, "name": "R", "ref_days": 2, "org_days": 2,
+           "phases": {"anonymization": {"opens": "now", "closes": "now+1d"}}, **round_fields}
+    return yaml.safe_dump({"version": 1, "contest": {"slug": f"probe{n}", "name": "Probe", "organizers": ["judge"],
+                                                    "parameters": params}, "rounds": [rnd]})
+
+
+def contest_probes() -> list[tuple[str, str]]:
+    """(name, contest file) of the organizer's hostile inputs (POST /api/contests/)."""
+    ppmtf = lambda **o: {"synthesizer": "ppmtf", "synthesizer_params": o}  # noqa: E731
+    return [
+        ("YAML alias bomb, 9 levels (387 M strings)", alias_bomb(9)),
+        ("PPMTF+ options.batch_bytes 1e15", contest_file(1, ppmtf(options={"batch_bytes": 10**15}))),
+        ("PPMTF+ options.gamma: x", contest_file(2, ppmtf(options={"gamma": "x"}))),
+        ("PPMTF+ pool_days 10^12", contest_file(3, ppmtf(pool_days=10**12))),
+        ("coloc options.theta 1e7", contest_file(4, {"synthesizer": "coloc",
+                                                     "synthesizer_params": {"options": {"theta": 10**7}}})),
+        ("sglt k and max_tries 1000", contest_file(5, {"synthesizer": "sglt", "synthesizer_params": {
+            "options": {"k": 1000, "max_tries": 1000, "pd_candidates": 100_000}}})),
+        ("round ref_days -1", contest_file(6, ref_days=-1)),
+        ("round ref_days 10^6", contest_file(7, ref_days=10**6)),
+        ("round org_days 10^30", contest_file(8, org_days=10**30)),
+        ("phase closing now+10^12 days", contest_file(9, phases={"anonymization": {
+            "opens": "now", "closes": "now+1000000000000d"}})),
+    ]
+
+
+def run(users: int = 200, out=sys.stdout, uploads: bool = True) -> list[tuple[str, str, float, float, float]]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="tracecup-hostile-") as tmp:
         stack = Stack(Path(tmp), users)
@@ -364,7 +455,7 @@ def run(users: int = 200, out=sys.stdout) -> list[tuple[str, str, float, float, 
             print(f"# hostile inputs: gunicorn (1 worker) + celery (solo), SQLite; a valid set is "
                   f"{info['rows']:,} rows, {len(valid) / 1024:.0f} KB", file=out)
             print(f"{'input':<46} {'answer':<44} {'time s':>7} {'web MB':>7} {'worker MB':>9}", file=out)
-            for name, how in probes(valid, info["own"], info["other"]):
+            for name, how in probes(valid, info["own"], info["other"]) if uploads else []:
                 pids = stack.web_pids() + [stack.worker.pid]
                 for pid in pids:
                     stack.reset_peak(pid)
@@ -377,6 +468,27 @@ def run(users: int = 200, out=sys.stdout) -> list[tuple[str, str, float, float, 
                 worker = stack.peak_mb(stack.worker.pid)
                 rows.append((name, answer, seconds, web, worker))
                 print(f"{name:<46} {answer:<44} {seconds:7.2f} {web:7.0f} {worker:9.0f}", file=out, flush=True)
+            # --- the front: slow clients; then an organizer's contest files
+            stack.login("judge", "judge-pass-1")
+            extra = [("50 half-sent requests held, pages through "
+                      + ("nginx" if stack.proxy else "gunicorn (no nginx installed)"),
+                      lambda: slow_clients(stack.port, 50, 40, timeout=5))]
+            if stack.proxy is not None:
+                extra.append(("3 half-sent requests held, straight at gunicorn",
+                              lambda: slow_clients(stack.gunicorn_port, 3, 8, timeout=5)))
+            for name, text in contest_probes():
+                extra.append((name, lambda text=text: send_contest_file(stack, text)))
+            for name, probe in extra:
+                pids = stack.web_pids() + [stack.worker.pid]
+                for pid in pids:
+                    stack.reset_peak(pid)
+                t0 = time.perf_counter()
+                answer = probe()
+                seconds = time.perf_counter() - t0
+                web = max((stack.peak_mb(p) for p in stack.web_pids()), default=float("nan"))
+                worker = stack.peak_mb(stack.worker.pid)
+                rows.append((name, answer, seconds, web, worker))
+                print(f"{name:<46} {answer[:44]:<44} {seconds:7.2f} {web:7.0f} {worker:9.0f}", file=out, flush=True)
             print(f"# {len(rows)} inputs; largest web peak {max(r[3] for r in rows):.0f} MB, "
                   f"worker {max(r[4] for r in rows):.0f} MB", file=out)
         finally:
@@ -387,9 +499,12 @@ def run(users: int = 200, out=sys.stdout) -> list[tuple[str, str, float, float, 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--users", type=int, default=200, help="users per data set of the bench contest")
+    ap.add_argument("--skip-uploads", action="store_true", help="only the front and contest-file probes")
     args = ap.parse_args(argv)
-    rows = run(args.users)
-    failed = [r for r in rows if r[1].startswith(("5", "0 ")) or "still pending" in r[1]]
+    rows = run(args.users, uploads=not args.skip_uploads)
+    failed = [r for r in rows if "straight at gunicorn" not in r[0]  # the comparison: it is meant to fail
+              and (r[1].startswith(("5", "0 ")) or "still pending" in r[1]
+                   or (r[0].startswith("50 half-sent") and not r[1].startswith("40 of 40")))]
     return 1 if failed else 0
 
 

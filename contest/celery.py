@@ -8,6 +8,10 @@ import os
 
 from celery import Celery
 
+from contest import broker
+
+# filesystem:// (the embedded default) without kombu's torn-message race (contest.broker).
+broker.install()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "contest.settings")
 
 app = Celery("contest")

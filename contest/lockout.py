@@ -1,5 +1,13 @@
-"""The answer to a locked-out login (django-axes calls :func:`lockout_response`): 429, JSON for the API;
-and the same limits for the account forms that are not a login (password reset and change)."""
+"""Login lockouts (django-axes): whose address a login comes from, and the answer once it is locked out.
+
+The policy: after ``AXES_FAILURE_LIMIT`` wrong passwords for one username from one client address, that
+pair is refused for ``AXES_COOLOFF_TIME`` (the right password included); the same user from another
+address is not. The client address is :func:`client_address`: behind the project's nginx
+(``TRACECUP_TRUSTED_PROXY=1``, docker-compose) the ``X-Real-IP`` it sets, otherwise the socket's peer.
+Without the trusted proxy the header is ignored, since any client could send one.
+
+The same limits hold for the account forms that are not a login (password reset and change).
+"""
 from __future__ import annotations
 
 import hashlib
@@ -10,6 +18,16 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from contest.api.errors import error_body
+
+
+def client_address(request) -> str:
+    """The login's client address for the lockout (module docstring): nginx's ``X-Real-IP`` when
+    ``TRACECUP_TRUSTED_PROXY`` is on and the header is there, else ``REMOTE_ADDR``."""
+    if settings.TRACECUP_TRUSTED_PROXY:
+        forwarded = request.META.get("HTTP_X_REAL_IP", "").strip()
+        if forwarded:
+            return forwarded[:45]  # the longest IPv6 text
+    return request.META.get("REMOTE_ADDR", "")
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -19,11 +19,29 @@ QUEUES: dict[str, tuple[str, ...]] = {
 #: job kind -> its queue
 QUEUE_OF: dict[str, str] = {kind: queue for queue, kinds in QUEUES.items() for kind in kinds}
 
-#: The teams' queue; also the periodic sweep's (beat) and anything not routed by kind.
+#: The teams' queue; also anything not routed by kind.
 DEFAULT_QUEUE = "interactive"
+
+#: The periodic sweep's own queue (beat sends it there), which every worker serves besides its work
+#: (``contest.workers.worker_command`` adds it): the sweep watches the job queues, so it must not wait in
+#: one of them (a dead teams' worker would have silenced the sweep that re-sends the teams' jobs).
+SWEEP_QUEUE = "sweep"
 
 #: Every queue, for ``-Q``: a single worker that does everything (tests, a small contest).
 ALL_QUEUES = ",".join(QUEUES)
 
 #: Every queue but the teams', for ``-Q``: the judge's workers.
 JUDGE_QUEUES = ",".join(q for q in QUEUES if q != DEFAULT_QUEUE)
+
+
+def with_sweep(queues: str) -> str:
+    """``queues`` (comma-separated, for ``-Q``) and the sweep's queue: what a worker serves."""
+    names = [q for q in queues.split(",") if q]
+    return ",".join(names + ([] if SWEEP_QUEUE in names else [SWEEP_QUEUE]))
+
+
+#: Options of every worker (``contest.workers.worker_command``, docker-compose): no mingle and no gossip.
+#: Neither is used (job rows carry the state), and gossip's restart after a lost broker connection is
+#: what stopped the teams' worker on a Redis restart (issue 25: errors in Gossip's teardown, Celery 5.7
+#: with redis 8.1).
+WORKER_OPTIONS = ("--without-mingle", "--without-gossip")

@@ -9,9 +9,10 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
   ``var/tracecup.sqlite3`` under the project (embedded, no server needed).
 - ``CELERY_BROKER_URL``: default kombu's filesystem transport under
   ``var/broker/`` (a server-less broker that still needs a real worker
-  process); production ``redis://host:6379/0``.
-- ``SECRET_KEY``: required unless ``DEBUG`` is on (a fixed development key is
-  used then).
+  process; served by ``contest.broker``, which writes and claims each message
+  file atomically); production ``redis://host:6379/0``.
+- ``SECRET_KEY``: required with ``TRACECUP_PRODUCTION=1`` (even with ``DEBUG``
+  on); otherwise a fixed development key is used.
 - ``DEBUG`` (``1``/``0``, default ``1`` unless ``TRACECUP_PRODUCTION=1``),
   ``ALLOWED_HOSTS`` (comma separated), ``CSRF_TRUSTED_ORIGINS``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
@@ -49,10 +50,10 @@ DEBUG = _env_bool("DEBUG", not PRODUCTION)
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
-    if DEBUG or not PRODUCTION:
+    if not PRODUCTION:
         # Development only: a fixed key so sessions survive restarts of the demo.
         SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"
-    else:
+    else:  # also with DEBUG on: the repository's key would sign production sessions silently
         from django.core.exceptions import ImproperlyConfigured
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")
 
@@ -108,6 +109,11 @@ AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "contest.lockout.lockout_response"
+# The client address of a login (contest.lockout.client_address): behind the project's nginx, which sets
+# X-Real-IP to the address it saw (docker-compose sets TRACECUP_TRUSTED_PROXY=1), that header; otherwise
+# the socket's peer (a header from a client without our proxy in front could be anything).
+TRACECUP_TRUSTED_PROXY = _env_bool("TRACECUP_TRUSTED_PROXY", False)
+AXES_CLIENT_IP_CALLABLE = "contest.lockout.client_address"
 AXES_VERBOSE = False
 
 # ----- Content-Security-Policy (django-csp) ------------------------------------------
@@ -154,6 +160,9 @@ TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", defau
 #: Seconds a whole public page stays cached for visitors without a session (0: off); what the clock
 #: changes (a phase opening) shows within this time, what is audited at once (contest.web.page_cache).
 TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
+#: Public pages a client address may have rendered (not served from the cache) per minute; 0: no limit
+#: (the default outside TRACECUP_PRODUCTION: the demo, tests and benchmarks come from one address).
+TRACECUP_PAGE_RENDERS_PER_MINUTE = env.int("TRACECUP_PAGE_RENDERS_PER_MINUTE", default=120 if PRODUCTION else 0)
 #: Where built bundles (a round's attack material, the organizer's export) lie as zips
 #: (contest.services.bundles). Derived data, rebuilt where missing; the web servers and the workers
 #: of the results queue share it (docker-compose: the ``bundles`` volume).
@@ -163,6 +172,9 @@ TRACECUP_BUNDLE_DIR = Path(env.str("TRACECUP_BUNDLE_DIR", default=str(VAR_DIR / 
 DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"
 DATABASES = {"default": env.db_url_config(DATABASE_URL)}
 DATABASES["default"]["CONN_MAX_AGE"] = 0 if DATABASE_URL.startswith("sqlite") else 60
+# A kept connection is checked before a request uses it: one the server dropped (a restart, a failover,
+# pg_terminate_backend) is replaced instead of answering 500.
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The web process and the worker write the same file: wait for the lock
     # instead of failing, and take the write lock at BEGIN so that the
@@ -304,10 +316,16 @@ CELERY_TASK_SOFT_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT - min(30, max(1, TRACECUP_
 # A request that queues a job must not hang on a dead broker: one quick retry, then the job waits
 # in the database (the outbox) for the sweep to send it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+TRACECUP_SWEEP_SECONDS = env.int("TRACECUP_SWEEP_SECONDS", default=60)
+# The sweep has its own queue, served by every worker (contest.queues.SWEEP_QUEUE); a sweep nobody took
+# within its period is dropped (the next one does the same work), so sweeps do not pile up while no
+# worker runs.
+CELERY_TASK_ROUTES = {"contest.tasks.sweep": {"queue": queues.SWEEP_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     "sweep-jobs-and-phases": {
         "task": "contest.tasks.sweep",
-        "schedule": timedelta(seconds=env.int("TRACECUP_SWEEP_SECONDS", default=60)),
+        "schedule": timedelta(seconds=TRACECUP_SWEEP_SECONDS),
+        "options": {"queue": queues.SWEEP_QUEUE, "expires": TRACECUP_SWEEP_SECONDS},
     },
 }
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from contest.queues import DEFAULT_QUEUE, JUDGE_QUEUES, WORKER_OPTIONS, with_sweep
+
 
 class WorkerStartError(RuntimeError):
     """A worker process exited or did not report ready in time; the message holds its log's end."""
@@ -33,9 +35,10 @@ def database_url() -> str:
 
 
 def worker_command(queues: str, concurrency: int, name: str, loglevel: str = "INFO") -> list[str]:
-    """The command line of a worker serving ``queues`` (comma-separated) with ``concurrency`` processes."""
+    """The command line of a worker serving ``queues`` (comma-separated) and the sweep's queue
+    (``contest.queues.with_sweep``) with ``concurrency`` processes."""
     return [sys.executable, "-m", "celery", "-A", "contest", "worker", "-l", loglevel, "-c", str(concurrency),
-            "-Q", queues, "--without-mingle", "--without-gossip", "-n", f"{name}@%h"]
+            "-Q", with_sweep(queues), *WORKER_OPTIONS, "-n", f"{name}@%h"]
 
 
 def start_worker(queues: str, concurrency: int, name: str, log_path: Path, env: dict | None = None,
@@ -59,11 +62,10 @@ def start_contest_workers(judge_processes: int, log_dir: Path, tag: str) -> list
     """The workers of a contest as the demo and docker-compose run them: one process on the teams' queue
     and ``judge_processes`` on the judge's queues (``contest.queues``); logs ``<tag>-teams.log`` and
     ``<tag>-judge.log`` in ``log_dir``. Stop them with :func:`stop_process_groups`."""
-    from contest import queues  # noqa: PLC0415 (pure data; kept beside its only use here)
     log_dir.mkdir(parents=True, exist_ok=True)
-    procs = [start_worker(queues.DEFAULT_QUEUE, 1, f"{tag}{os.getpid()}-teams", log_dir / f"{tag}-teams.log")]
+    procs = [start_worker(DEFAULT_QUEUE, 1, f"{tag}{os.getpid()}-teams", log_dir / f"{tag}-teams.log")]
     try:
-        procs.append(start_worker(queues.JUDGE_QUEUES, judge_processes, f"{tag}{os.getpid()}-judge",
+        procs.append(start_worker(JUDGE_QUEUES, judge_processes, f"{tag}{os.getpid()}-judge",
                                   log_dir / f"{tag}-judge.log"))
     except Exception:
         stop_process_groups(procs, grace=5)

@@ -22,8 +22,6 @@ parameters with ``Contest.synthesizer_params``, checked by
 """
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 
 from scoring.grid import Grid, TimeAxis
@@ -125,17 +123,33 @@ def choice_check(*values):
     return (lambda v: v in values), f"one of {', '.join(values)}"
 
 
+def bool_check():
+    """(check, what is expected) of a true/false parameter."""
+    return (lambda v: isinstance(v, bool)), "true or false"
+
+
+def with_reason(check, reason: str):
+    """``check`` (a (check, expected) pair) whose expected text also says why the bound is there."""
+    return check[0], f"{check[1]} ({reason})"
+
+
+#: The largest day pool a round's sporadic days are drawn from: the pool is drawn as an array of its days,
+#: and the 2019 final round's was 30 days; 1000 days (almost three years) is past any contest calendar.
+MAX_POOL_DAYS = 1000
+
+
 _COMMON = {
     "city_seed": int_check(0),
     "train_users": int_check(2, 100_000),
     "train_days": int_check(1, 365),
-    "pool_days": ((lambda v: v is None or int_check(1)[0](v)), "an integer >= 1 (at least the round's reference + "
-                                                           "original days)"),
+    "pool_days": ((lambda v: v is None or int_check(1, MAX_POOL_DAYS)[0](v)),
+                  f"an integer in [1, {MAX_POOL_DAYS}] (at least the round's reference + original days; the "
+                  "pool is held as an array of its days)"),
     "day_split": choice_check("chronological", "random"),
     "options": ((lambda v: isinstance(v, dict)), "a mapping of the method's generation options"),
 }
-#: Per method: training parameters (with checks) and generation options (with checks; ``None``:
-#: any keyword of the synthesizer's constructor, checked by it).
+#: Per method: training parameters and generation options, each with its check (type and bounds; a bound
+#: that is there to keep a round within the machine says so).
 SCHEMAS = {
     "ppmtf": dict(
         training={"K": int_check(1, 256), "sweeps": int_check(1, 1000),
@@ -143,23 +157,41 @@ SCHEMAS = {
                                                      "length)"),
                   "tail_minutes": (int_check(0, 720)[0], "minutes, an integer in [0, 720] (a multiple of the slot "
                                                      "length)")},
-        options=None),
+        # synth.generate.Synthesizer's keywords (PPMTF.md 4.1-4.4)
+        options={"instant_minutes": with_reason(number_check(1, 60), "minutes between the instants of a trace; "
+                                                                     "fewer than 1 would hold a day's instants "
+                                                                     "for every user in memory"),
+                 "home": bool_check(), "read_trans": bool_check(), "read_visit": bool_check(),
+                 "gamma": number_check(0, 1000), "home_minutes": number_check(0, 1440),
+                 "delta": number_check(0, 1, open_lo=True),
+                 "batch_bytes": with_reason(int_check(1 << 20, 1 << 30), "bytes of one generation batch: "
+                                                                        "the worker holds a batch in memory")}),
     "sglt": dict(
         training={"periods": int_check(1, 48),
                   "clusters": ((lambda v: v == "auto" or int_check(1, 10_000)[0](v)), "an integer in [1, 10000] or auto"),
                   "partners": int_check(1, 10_000),
                   "alt_fraction": number_check(0, 0.9), "eps": number_check(0, 1e6, open_lo=True)},
+        # k, max_tries, width and pd_candidates multiply the work per fake (defaults 2, 10, 16, 50): each is
+        # bounded at 10-25 times its default, so a set takes at most minutes, not the job's whole limit.
         options={"par_c": number_check(0, 1), "par_l": number_check(0, 1), "par_m": number_check(0, 1),
                  "par_v": number_check(1, 1e6), "par_s": number_check(0, 1), "par_i": number_check(0, 1),
-                 "par_d": number_check(0, 1), "k": int_check(1, 1000),
-                 "max_tries": int_check(1, 1000), "width": int_check(1, 1024), "pd_candidates": int_check(1, 100_000)}),
+                 "par_d": number_check(0, 1),
+                 "k": with_reason(int_check(1, 50), "plausible deniability's k; work per fake grows with it"),
+                 "max_tries": with_reason(int_check(1, 100), "draws per fake; work grows with it"),
+                 "width": with_reason(int_check(1, 256), "candidates per step; work grows with it"),
+                 "pd_candidates": with_reason(int_check(1, 1000), "alternatives examined per fake; work grows "
+                                                                 "with it")}),
     "coloc": dict(
         training={"eps1": number_check(0, 1e6, open_lo=True), "eps2": number_check(0, 1e6, open_lo=True),
                   "eps3": number_check(0, 1e6, open_lo=True), "c": int_check(1, 10_000), "c_trans": int_check(1, 10_000),
                   "mechanism": choice_check(*coloc.MECHANISMS), "hierarchy": choice_check("blocks", "categories"),
                   "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000),
                   "min_users": int_check(2, 100_000)},
-        options={"theta": int_check(0, 10_000_000), "par_v": number_check(1, 1e6), "max_rounds": int_check(1, 100_000)}),
+        options={"theta": with_reason(int_check(0, 100_000), "co-location events planted per set: each takes two "
+                                                              "user-instants, and a 2019-size set has fewer free "
+                                                              "ones; planting loops until it has them"),
+                 "par_v": number_check(1, 1e6),
+                 "max_rounds": with_reason(int_check(1, 1000), "planting rounds per set; work grows with it")}),
 }
 # The city's people without training rehearse a PPMTF+ contest: its parameters are checked as PPMTF+'s.
 SCHEMAS["city"] = SCHEMAS["ppmtf"]
@@ -193,20 +225,12 @@ def check_synthesizer_params(params, method: str = "ppmtf") -> list[tuple[str, o
             problems.append((key, value, checks[key][1]))
     options = params.get("options")
     if isinstance(options, dict):
-        if schema["options"] is None:
-            from synth.generate import Synthesizer
-            known = set(inspect.signature(Synthesizer.__init__).parameters) - {
-                "self", "model", "slots", "slot_start_minute", "slot_step_minutes"}
-            for key, value in options.items():
-                if key not in known:
-                    problems.append((f"options.{key}", value, f"a Synthesizer option ({', '.join(sorted(known))})"))
-        else:
-            for key, value in options.items():
-                if key not in schema["options"]:
-                    problems.append((f"options.{key}", value, f"an option of the {method} synthesizer "
-                                                             f"({', '.join(sorted(schema['options']))})"))
-                elif not schema["options"][key][0](value):
-                    problems.append((f"options.{key}", value, schema["options"][key][1]))
+        for key, value in options.items():
+            if key not in schema["options"]:
+                problems.append((f"options.{key}", value, f"an option of the {method} synthesizer "
+                                                         f"({', '.join(sorted(schema['options']))})"))
+            elif not schema["options"][key][0](value):
+                problems.append((f"options.{key}", value, schema["options"][key][1]))
     return problems
 
 

@@ -20,6 +20,7 @@ from contest.models import (
     Team,
 )
 from contest.services.generation import synthesizer_summary
+from contest.services.setup import MAX_ROUND_DAYS
 
 
 class StoredFileSerializer(serializers.ModelSerializer):
@@ -217,8 +218,8 @@ class RoundCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     weight = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, allow_null=True, default=None,
                                     help_text="omitted: the 2019 rule (round 1 0.1, later rounds 0.9)")
-    ref_days = serializers.IntegerField(min_value=1, default=20)
-    org_days = serializers.IntegerField(min_value=1, default=20)
+    ref_days = serializers.IntegerField(min_value=1, max_value=MAX_ROUND_DAYS, default=20)
+    org_days = serializers.IntegerField(min_value=1, max_value=MAX_ROUND_DAYS, default=20)
     anonymization_opens = serializers.DateTimeField()
     anonymization_closes = serializers.DateTimeField()
     attack_opens = serializers.DateTimeField()

@@ -73,13 +73,21 @@ def _round_seed(round_: Round) -> int:
 
 
 def _approved_teams(round_: Round) -> dict[int, Team]:
-    """The contest's approved teams by number, checked to be 1..tau (the sets' numbers follow them)."""
+    """The contest's approved teams by number (a team that joined late has a number past every set's:
+    ``contest.services.teams.next_team_number``)."""
     teams = {t.number: t for t in Team.objects.filter(contest=round_.contest, approved=True)}
     if not teams:
         raise ValueError("the contest has no approved teams to generate data for")
-    if sorted(teams) != list(range(1, len(teams) + 1)):
-        raise ValueError(f"team numbers must be 1..{len(teams)} for data generation, got {sorted(teams)}")
     return teams
+
+
+def _round_sets(round_: Round) -> list[tuple[int, str, int, str]]:
+    """``(number, role, challenge, flag)`` of every data set of ``round_``: the generators' order
+    (:func:`synth.generate.round_sets`) with the numbers the sets are stored under (:func:`set_numbers`:
+    each approved team its own, the benchmark and samples those of the contest's earlier rounds)."""
+    teams = sorted(_approved_teams(round_))
+    numbers = set_numbers(round_.contest, teams)
+    return [(numbers[t], role, d, flag) for t, role, d, flag in round_sets(len(teams))]
 
 
 def train_round_model(round_: Round, job=None):
@@ -128,12 +136,12 @@ def _city(contest) -> CityModel:
 
 def _plan(round_: Round, model, n_teams: int) -> tuple[dict, object]:
     """(the round's manifest before its sets are generated, its time axis with the calendar days)."""
+    sets = [dict(team=number, role=role, data=d, flag=flag) for number, role, d, flag in _round_sets(round_)]
     contest = round_.contest
     p = contest.synthesizer_params or {}
     axis = round_.time_axis()
     seed = _round_seed(round_)
     if model is None:  # the city model's people: the contest's plain clock, no calendar days
-        sets = [dict(team=team, role=role, data=d, flag=flag) for team, role, d, flag in round_sets(n_teams)]
         return dict(generator="city", generator_version="tracecup-city-1", seed=seed, sets=sets), axis
     ref, org = round_.ref_days, round_.org_days
     pool_days = p.get("pool_days") or default_pool_days(ref, org)
@@ -142,6 +150,7 @@ def _plan(round_: Round, model, n_teams: int) -> tuple[dict, object]:
                            slot_start_minute=axis.start_minute, slot_minutes=axis.slot_minutes, day_split=day_split)
     manifest = round_manifest(model, _synthesizer(round_, model), contest.grid(), axis, n_teams,
                               users=contest.users_per_set, seed=seed, pool_days=pool_days, day_split=day_split)
+    manifest["sets"] = sets  # under their stored numbers
     return manifest, axis
 
 
@@ -211,7 +220,7 @@ def prepare_round(round_: Round, *, job=None) -> list[tuple[int, int]]:
     return the (team, challenge) of every data set still to generate."""
     n_teams = len(_approved_teams(round_))
     done = set(Dataset.objects.filter(round=round_).values_list("number", "challenge"))
-    missing = [(team, d) for team, _role, d, _flag in round_sets(n_teams) if (team, d) not in done]
+    missing = [(team, d) for team, _role, d, _flag in _round_sets(round_) if (team, d) not in done]
     if not missing and round_.info_region_id:
         return []
     model = train_round_model(round_, job)
@@ -238,8 +247,7 @@ def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) ->
     if existing is not None:
         return existing
     teams = _approved_teams(round_)
-    n_teams = len(teams)
-    role = next(r for t, r, d, _f in round_sets(n_teams) if (t, d) == (team, challenge))
+    role = next(r for t, r, d, _f in _round_sets(round_) if (t, d) == (team, challenge))
     kind = ROLE_KINDS[role]
     contest = round_.contest
     with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
@@ -277,7 +285,7 @@ def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) ->
 def finish_round(round_: Round, *, user=None) -> bool:
     """Mark the round ready once its last data set is stored (exactly once, under the round's lock), record
     the SHA-256 of every file and queue the round's figures. Returns whether this call made it ready."""
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = len(_round_sets(round_))
     with transaction.atomic():
         locked = Round.objects.select_for_update().get(pk=round_.pk)
         datasets = list(Dataset.objects.filter(round=round_).select_related("reference", "original"))
@@ -294,6 +302,26 @@ def finish_round(round_: Round, *, user=None) -> bool:
         # teams anonymize; the results snapshots read them (contest.services.round_figures).
         round_figures.request(round_, user=user)
     return True
+
+
+def set_numbers(contest, team_numbers: list[int]) -> dict[int, int]:
+    """generated number -> stored number of a round's sets, for the approved teams ``team_numbers`` (sorted).
+
+    The generators number a round's sets 1..tau (teams), tau+1 (benchmark), tau+2 and tau+3 (samples)
+    (SPEC 4). Each round must give the benchmark and the samples the numbers of the contest's earlier
+    rounds (the results know one benchmark team), and a team that joined after an earlier round
+    (``contest.services.teams.next_team_number``: past every number in use) keeps its own number: the
+    i-th generated team set goes to the i-th approved team. The identity when numbers are 1..tau
+    and no earlier round disagrees (every contest whose teams did not change).
+    """
+    n = len(team_numbers)
+    earlier = Dataset.objects.filter(round__contest=contest)
+    bench = sorted(set(earlier.filter(kind=Dataset.BENCHMARK).values_list("number", flat=True)))
+    samples = sorted(set(earlier.filter(kind=Dataset.SAMPLE).values_list("number", flat=True)))
+    if len(bench) != 1 or len(samples) != 2 or set(bench + samples) & set(team_numbers):
+        start = max([n, *team_numbers])
+        bench, samples = [start + 1], [start + 2, start + 3]
+    return {**{i + 1: t for i, t in enumerate(team_numbers)}, n + 1: bench[0], n + 2: samples[0], n + 3: samples[1]}
 
 
 def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
@@ -342,7 +370,7 @@ def generate_round_job(job, round_id: int) -> str:
                             team=team, challenge=challenge)
     if not missing:
         finish_round(round_, user=job.created_by)
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = len(_round_sets(round_))
     return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
 
 
@@ -353,7 +381,7 @@ def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
     ds = generate_dataset(round_, team, challenge)
     ready = finish_round(round_, user=job.created_by)
     done = Dataset.objects.filter(round=round_).count()
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = len(_round_sets(round_))
     return f"{ds.label} of {round_.name} ({done} of {expected} data sets){'; the round is ready' if ready else ''}"
 
 

@@ -53,8 +53,38 @@ from scoring.results import default_round_weight
 SUPPORTED_VERSIONS = (1,)
 _RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
 
+#: The largest contest file read (bytes of UTF-8): a real one is a few kB (contest/example_contest.yaml).
+MAX_CONTEST_FILE_BYTES = 256 * 1024
+#: The longest error message about a contest file: messages quote values from the file, and an answer
+#: must never echo an unbounded input back.
+MAX_ERROR_CHARS = 500
+
+
 class SetupError(ValueError):
-    """A contest file that cannot be used; the message names the key and the problem."""
+    """A contest file that cannot be used; the message names the key and the problem (at most
+    :data:`MAX_ERROR_CHARS` characters, whatever value it quotes)."""
+
+    def __init__(self, message: str):
+        message = str(message)
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[:MAX_ERROR_CHARS - 20] + " ... (shortened)"
+        super().__init__(message)
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses aliases (``*name``, also in ``<<: *name`` merges).
+
+    An alias repeats a node without repeating its text: nested aliases expand a 654-byte document
+    into gigabytes (the "billion laughs"; issue 25 measured 285 s and a 5.2 GB error body). A contest
+    file has no need of them, so the composer refuses the first one before anything is expanded.
+    """
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise SetupError(f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor[:40]}) are not "
+                             "allowed in a contest file; write the value out")
+        return super().compose_node(parent, index)
 
 
 def parse_time(value, tz, now=None):
@@ -69,7 +99,10 @@ def parse_time(value, tz, now=None):
                 return now
             amount = float(m.group(2)) * (1 if m.group(1) == "+" else -1)
             unit = {"d": "days", "h": "hours", "m": "minutes"}[m.group(3)]
-            return now + timedelta(**{unit: amount})
+            try:
+                return now + timedelta(**{unit: amount})
+            except OverflowError:  # past year 9999 (Python's datetime): no contest runs that long
+                raise SetupError(f"time {text[:60]!r} is beyond the year 9999") from None
         try:
             dt = datetime.fromisoformat(text)
         except ValueError:
@@ -80,8 +113,12 @@ def parse_time(value, tz, now=None):
 
 
 def load_yaml(text: str) -> dict:
+    """The contest file ``text`` as a dict: at most :data:`MAX_CONTEST_FILE_BYTES`, no YAML aliases."""
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_CONTEST_FILE_BYTES:
+        raise SetupError(f"the contest file has {size} bytes; at most {MAX_CONTEST_FILE_BYTES} are read")
     try:
-        spec = yaml.safe_load(text)
+        spec = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader without aliases)
     except yaml.YAMLError as exc:
         raise SetupError(f"not valid YAML: {exc}") from None
     if not isinstance(spec, dict):
@@ -148,8 +185,8 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
                   for kind, w in (r.get("phases") or {}).items()}
         _create_round(contest, number=int(r.get("number", i + 1)), name=r.get("name") or f"Round {i + 1}",
                       weight=_weight(r, int(r.get("number", i + 1)), len(rounds), f"rounds[{i}]"),
-                      ref_days=int(r.get("ref_days", 20)),
-                      org_days=int(r.get("org_days", 20)), phases=phases, where=f"rounds[{i}]")
+                      ref_days=r.get("ref_days", 20), org_days=r.get("org_days", 20), phases=phases,
+                      where=f"rounds[{i}]")
     for i, t in enumerate(spec.get("teams") or []):
         team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
         for entry in t.get("members") or []:
@@ -159,8 +196,22 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     return contest
 
 
+#: The most reference (and original) days of a round. 2019 had 20 + 20; a day of 2000 users is 40000
+#: trace rows per set and every team's sets are generated, scored and attacked in memory, so the
+#: bound keeps one round's data (and the judge's attack matrices) within a worker's memory.
+MAX_ROUND_DAYS = 100
+
+
+def round_days(value, where: str) -> int:
+    """``value`` as a round's number of reference or original days, 1..:data:`MAX_ROUND_DAYS`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROUND_DAYS:
+        raise SetupError(f"{where}: expected an integer in [1, {MAX_ROUND_DAYS}] (days of a round), got {value!r}")
+    return value
+
+
 def _create_round(contest, *, number, name, weight, ref_days, org_days, phases, where) -> Round:
     """A round and its phases ``{kind: (opens, closes)}`` (aware datetimes); ``where`` names it in errors."""
+    ref_days, org_days = round_days(ref_days, f"{where}.ref_days"), round_days(org_days, f"{where}.org_days")
     for kind, (opens, closes) in phases.items():
         if kind not in (Phase.ANONYMIZATION, Phase.ATTACK):
             raise SetupError(f"{where}.phases: unknown phase {kind!r} (anonymization or attack)")

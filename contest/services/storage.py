@@ -51,15 +51,15 @@ def store_upload(source, name: str, *, user=None, content_type: str = "text/csv"
     if isinstance(source, (bytes, bytearray, memoryview)):
         return store_bytes(bytes(source), name, user=user, content_type=content_type)
     source.seek(0)
-    sha, size, packer, parts = hashlib.sha256(), 0, zlib.compressobj(BLOB_LEVEL), []
+    sha, size, packer = hashlib.sha256(), 0, zlib.compressobj(BLOB_LEVEL)
+    blob = bytearray()  # grown in place: the compressed file is whole in memory once, not as parts and a join
     while block := source.read(CHUNK):
         sha.update(block)
         size += len(block)
-        parts.append(packer.compress(block))
-    parts.append(packer.flush())
-    blob = b"".join(parts)
+        blob += packer.compress(block)
+    blob += packer.flush()
     return StoredFile.objects.create(
-        name=name[:255], blob=blob, sha256=sha.hexdigest(), size=size,
+        name=name[:255], blob=memoryview(blob), sha256=sha.hexdigest(), size=size,
         compressed_size=len(blob), content_type=content_type, uploaded_by=user)
 
 

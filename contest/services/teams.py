@@ -7,9 +7,10 @@ a participant-readable message; the pages and the REST API show it as is.
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Max
 from django.utils.translation import gettext_noop
 
-from contest.models import AnonymizedSet, Attack, Contest, Membership, Team, _invitation_code
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Membership, Team, _invitation_code
 from contest.services import audit
 
 
@@ -25,10 +26,22 @@ def add_team(contest: Contest, name: str, *, actor=None, approved: bool = True) 
     with transaction.atomic():
         if contest.teams.filter(name=name).exists():
             raise TeamError(f"a team named {name} exists already")
-        number = (contest.teams.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        number = next_team_number(contest)
         team = Team.objects.create(contest=contest, number=number, name=name, approved=approved)
         audit.record("add_team", contest=contest, actor=actor, obj=team, number=number, name=name)
     return team
+
+
+def next_team_number(contest: Contest) -> int:
+    """The number t of a new team: past every team's and every generated data set's number.
+
+    A round's benchmark and sample sets are numbered after its teams (tau+1, tau+2, tau+3, SPEC 4);
+    a team added after a round was generated must not take one of those numbers (issue 25: a team
+    numbered like the benchmark made every results job fail).
+    """
+    used = [contest.teams.aggregate(n=Max("number"))["n"] or 0,
+            Dataset.objects.filter(round__contest=contest).aggregate(n=Max("number"))["n"] or 0]
+    return max(used) + 1
 
 
 def approve_team(team: Team, approved: bool = True, *, actor=None) -> Team:

@@ -20,7 +20,11 @@ pending, valid or below-``s_req`` upload does.
 """
 from __future__ import annotations
 
-from django.db import connection, transaction
+import logging
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -32,6 +36,9 @@ from scoring.io import check_source
 from scoring.scores import utility_per_event
 from scoring.uncertainty import per_user_attack, per_user_utility
 from scoring.vocabulary import AttackKind, ScoreKind
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class RuleViolation(Exception):
@@ -129,6 +136,28 @@ def counted_attacks(attacker: Team, target: PublicSet, kind: str) -> int:
     return Attack.objects.filter(attacker=attacker, target=target, kind=kind).exclude(status=Attack.REJECTED).count()
 
 
+def retry_once_if_connection_dropped(store: Callable[[], T]) -> T:
+    """``store()`` (one whole transaction storing an upload), run again once on a fresh connection if the
+    database dropped the connection under it (a restart, a failover, ``pg_terminate_backend``).
+
+    The failed transaction was rolled back whole, so the second run starts from nothing and the upload is
+    stored once or not at all; a second failure answers the team with an error (never a silent loss).
+    (Django's ``is_usable()`` still answered True for the dropped connection here, so it cannot tell
+    a drop from another error: any database error is retried once.)
+    Inside a caller's transaction (a test, a command) nothing is retried: that transaction is lost anyway.
+    """
+    if transaction.get_connection().in_atomic_block:
+        return store()
+    try:
+        return store()
+    except (OperationalError, InterfaceError) as exc:
+        # Any database error of the connection, not only a drop (a lock timeout too): the transaction was
+        # rolled back whole, so running it once more cannot store anything twice.
+        log.warning("the database failed under an upload (%s); storing it again once on a new connection", exc)
+        connection.close()
+        return store()
+
+
 # ----- anonymized sets -------------------------------------------------------------
 def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=None) -> AnonymizedSet:
     """Store an anotraces upload (``content``: bytes or a binary file) and queue its validation and utility scoring."""
@@ -138,6 +167,12 @@ def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=Non
     contest = dataset.round.contest
     _require_open(dataset.round, Phase.ANONYMIZATION, now)     # early answer; checked again under the lock
     _check_size(contest, content, name)
+    return retry_once_if_connection_dropped(lambda: _store_anonymized_set(user, dataset, content, name, now))
+
+
+def _store_anonymized_set(user, dataset: Dataset, content, name: str, now) -> AnonymizedSet:
+    """One transaction of :func:`submit_anonymized_set`: the limit, the stored file, the row, the job."""
+    contest = dataset.round.contest
     with transaction.atomic():
         Dataset.objects.select_for_update().get(pk=dataset.pk)  # serializes this dataset's uploads (the limit)
         checked_at = now or timezone.now()
@@ -245,6 +280,13 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
     contest = round_.contest
     _require_open(round_, Phase.ATTACK, now)                   # early answer; checked again under the lock
     _check_size(contest, content, name)
+    return retry_once_if_connection_dropped(lambda: _store_attack(user, attacker, target, kind, content, name, now))
+
+
+def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, name: str, now) -> Attack:
+    """One transaction of :func:`submit_attack`: the limit, the stored file, the row, the job."""
+    round_ = target.dataset.round
+    contest = round_.contest
     limit = contest.etable_limit if kind == Attack.ETABLE else contest.etraces_limit
     with transaction.atomic():
         PublicSet.objects.select_for_update().get(pk=target.pk)

@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
 from contest.services import parameters
+from contest.services.setup import MAX_ROUND_DAYS
 from synth.methods import CONTEST_SYNTHESIZERS
 
 
@@ -139,8 +140,8 @@ class RoundForm(forms.Form):
     weight = forms.FloatField(label=_("Weight"), min_value=0.0, max_value=1.0, required=False,
                               help_text=_("2019 rule: preliminary round 0.1, final round 0.9 (left empty: by the "
                                           "round's number)"))
-    ref_days = forms.IntegerField(label=_("Reference days"), min_value=1, initial=20)
-    org_days = forms.IntegerField(label=_("Original days"), min_value=1, initial=20)
+    ref_days = forms.IntegerField(label=_("Reference days"), min_value=1, max_value=MAX_ROUND_DAYS, initial=20)
+    org_days = forms.IntegerField(label=_("Original days"), min_value=1, max_value=MAX_ROUND_DAYS, initial=20)
     anonymization_opens = forms.DateTimeField(label=_("Anonymization opens"),
                                               widget=forms.DateTimeInput(attrs={"type": "datetime-local"}))
     anonymization_closes = forms.DateTimeField(label=_("Anonymization closes"),

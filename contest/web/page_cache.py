@@ -7,7 +7,8 @@ messages, the rendered page (body and headers; the CSP header is added outside) 
 Django's cache and served without running the view or the inner middleware:
 about a millisecond instead of tens.
 
-The key holds the path and query, the page language (as LocaleMiddleware
+The key holds the path and the query parameters the pages read (``round``, normalized; any other
+parameter is the same page, so a cache-busting ``?x=random`` is served the stored one), the page language (as LocaleMiddleware
 picks it), a version bumped by every saved or deleted row of the contest app
 (signals; seen by every process when the cache is shared, ``CACHE_URL``, e.g.
 Redis), the newest audit-log entry (what the workers change is audited:
@@ -18,6 +19,11 @@ its time) or a bulk update elsewhere shows within it, 10 s by default. A page
 that sets a cookie (a CSRF token, a session) is never stored, so no visitor is
 served another's token; the header's language switcher is a GET form for that
 reason.
+
+A page rendered because it was not stored costs tens of milliseconds; each client address may cause
+at most ``TRACECUP_PAGE_RENDERS_PER_MINUTE`` of them a minute (default 120 with ``TRACECUP_PRODUCTION``,
+off otherwise), then it is answered 429 with ``Retry-After`` while every stored page is still served
+to it and everyone else.
 """
 from __future__ import annotations
 
@@ -30,7 +36,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponse
 from django.utils import translation
+from django.utils.cache import patch_cache_control
 
+from contest.lockout import client_address
 from contest.models import AuditLog
 
 #: Public pages whose HTML is the same for every anonymous visitor.
@@ -58,6 +66,11 @@ class PublicPageCacheMiddleware:
                 response[name] = value
             response["X-Page-Cache"] = "hit"
             return response
+        if not _render_allowed(request):
+            response = HttpResponse("Too many pages requested that are not cached; try again in a minute.",
+                                    status=429, content_type="text/plain; charset=utf-8")
+            response["Retry-After"] = "60"
+            return response
         response = self.get_response(request)
         if _storable(response) and not response.cookies:
             headers = [(k, v) for k, v in response.items() if k.lower() not in NOT_REPLAYED]
@@ -74,7 +87,35 @@ class PublicPageCacheMiddleware:
 
     @staticmethod
     def key(request, seconds: int) -> str:
-        return f"page:{_state(seconds)}:{translation.get_language_from_request(request)}:{request.get_full_path()}"
+        return f"page:{_state(seconds)}:{translation.get_language_from_request(request)}:{page_address(request)}"
+
+
+#: A round's number (or the weighted total): the one query parameter the public pages read.
+_ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
+
+
+def page_address(request) -> str:
+    """The path and the query parameters the cached pages read (``round``, as the view reads it); other
+    parameters do not change the page and are left out of the key."""
+    value = request.GET.get("round", "")
+    if not _ROUND_VALUE.match(value):
+        return request.path
+    return f"{request.path}?round={value if value == 'total' else int(value)}"
+
+
+def _render_allowed(request) -> bool:
+    """Whether this client may have one more page rendered this minute (``TRACECUP_PAGE_RENDERS_PER_MINUTE``)."""
+    limit = settings.TRACECUP_PAGE_RENDERS_PER_MINUTE
+    if limit <= 0:
+        return True
+    key = f"page-renders:{client_address(request)}:{int(time.time() // 60)}"
+    if cache.add(key, 1, 120):
+        return True
+    try:
+        return cache.incr(key) <= limit
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, 120)
+        return True
 
 
 def _state(seconds: int) -> str:
@@ -102,13 +143,19 @@ def per_session(view):
     """
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
+        response = cached_for_session(request, *args, **kwargs)
+        # One member's page: a shared cache (a proxy, a CDN) must never keep it for anyone else.
+        patch_cache_control(response, private=True)
+        return response
+
+    def cached_for_session(request, *args, **kwargs):
         seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
         session = request.session.session_key
         if seconds <= 0 or request.method != "GET" or not session or "messages" in request.COOKIES:
             return view(request, *args, **kwargs)
         who = hashlib.sha256(f"{session}:{request.COOKIES.get(settings.CSRF_COOKIE_NAME, '')}".encode()).hexdigest()
         key = (f"session-page:{who}:{_state(seconds)}:{translation.get_language()}:"
-               f"{request.get_full_path()}")
+               f"{page_address(request)}")
         stored = cache.get(key)
         if stored is not None:
             response = HttpResponse(stored["content"], content_type=stored["content_type"])

@@ -54,13 +54,20 @@ _CELL_OK = DIGIT.copy()
 _CELL_OK[[ord(" "), ord("\n")]] = True
 
 
+#: Bytes of distinct cell text whose tokens are parsed at once. The token arrays (offsets, values, line
+#: numbers, sort order: int64 each) take about 20 bytes per byte of text; parsing in slices bounds that
+#: peak (about 20 x this) whatever the file, and only the compact result (2 bytes a member) grows with it.
+PARSE_CHUNK_BYTES = 4 << 20
+
+
 def _fast_distinct(distinct: list, M: int, allow_sets: bool):
     """Vectorised parse of distinct cell texts, or None if any is not plainly valid.
 
     Plainly valid: ``*`` (when sets are allowed) or 1..9-digit region ids in
     1..M separated by single spaces, no region twice (a single id only when
     sets are not allowed). Sets are canonicalised by sorting their members,
-    so "2 1" and "1 2" become one set.
+    so "2 1" and "1 2" become one set. The texts are parsed in slices of about
+    :data:`PARSE_CHUNK_BYTES` (bounded memory for any file).
 
     Returns:
         (key_set (n,) int64 set id per distinct text, sizes (g,) int64,
@@ -76,7 +83,38 @@ def _fast_distinct(distinct: list, M: int, allow_sets: bool):
     empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     if len(rest) == 0:
         return (key_set, *empty)
-    blob = b"\n".join([distinct[i] for i in rest]) if len(rest) < n else b"\n".join(distinct)
+    code_dtype = np.int16 if M < 2 ** 15 else np.int32
+    ends = np.cumsum(np.fromiter((len(distinct[i]) + 1 for i in rest), dtype=np.int64, count=len(rest)))
+    cuts = np.searchsorted(ends, np.arange(PARSE_CHUNK_BYTES, ends[-1], PARSE_CHUNK_BYTES), side="right")
+    keys: list[bytes] = []     # canonical key (sorted members as raw bytes) of each multi-region text
+    multi_rows = []
+    for part in np.split(rest, np.unique(cuts)):
+        if len(part) == 0:
+            continue
+        parsed = _parse_slice([distinct[i] for i in part], M, allow_sets, code_dtype)
+        if parsed is None:
+            return None
+        single, single_region, multi, slice_keys = parsed
+        key_set[part[single]] = single_region
+        multi_rows.append(part[multi])
+        keys += slice_keys
+    if not keys:
+        return (key_set, *empty)
+    # Dedupe the sets by their canonical keys (dict: C speed), in order of first appearance.
+    canon = list(dict.fromkeys(keys))
+    index = dict(zip(canon, range(len(canon))))
+    key_set[np.concatenate(multi_rows)] = M + 1 + np.fromiter(map(index.__getitem__, keys), dtype=np.int64,
+                                                              count=len(keys))
+    w = np.dtype(code_dtype).itemsize
+    members = np.frombuffer(b"".join(canon), dtype=code_dtype).astype(np.int32)
+    gsizes = np.fromiter(map(len, canon), dtype=np.int64, count=len(canon)) // w
+    return key_set, gsizes, members
+
+
+def _parse_slice(texts: list, M: int, allow_sets: bool, code_dtype):
+    """One slice of :func:`_fast_distinct`: (positions of single-region texts, their 0-based regions,
+    positions of multi-region texts, their canonical keys), or None if a text is not plainly valid."""
+    blob = b"\n".join(texts)
     buf = np.frombuffer(blob, dtype=np.uint8)
     if not _CELL_OK[buf].all():
         return None
@@ -84,37 +122,32 @@ def _fast_distinct(distinct: list, M: int, allow_sets: bool):
     if is_space.any() and not allow_sets:
         return None
     seps = np.flatnonzero(is_space | (buf == ord("\n")))
+    del is_space
     starts = np.r_[0, seps + 1]
     lens = np.r_[seps, len(buf)] - starts
     if lens.min() < 1 or lens.max() > MAX_DIGITS:
         return None
     vals = parse_digit_fields(buf, starts, lens)
+    del starts, lens
     if vals.min() < 1 or vals.max() > M:
         return None
     line = np.r_[0, np.cumsum(buf[seps] == ord("\n"))]       # which text each token is in
+    del seps
     order = np.lexsort((vals, line))
     vals, line = vals[order], line[order]
+    del order
     if np.any((vals[1:] == vals[:-1]) & (line[1:] == line[:-1])):
         return None                                             # a region twice in one set
-    sizes = np.bincount(line, minlength=len(rest))
+    sizes = np.bincount(line, minlength=len(texts))
+    del line
     first = np.r_[0, np.cumsum(sizes)[:-1]]
     single = sizes == 1
-    key_set[rest[single]] = vals[first[single]] - 1
     multi = np.flatnonzero(~single)
-    if len(multi) == 0:
-        return (key_set, *empty)
-    # Canonical key of each set: its sorted members as raw bytes; dedupe by dict (C speed).
-    code_dtype = np.int16 if M < 2 ** 15 else np.int32
     raw = (vals - 1).astype(code_dtype).tobytes()
     w = np.dtype(code_dtype).itemsize
     a, b = first[multi] * w, (first[multi] + sizes[multi]) * w
     keys = [raw[x:y] for x, y in zip(a.tolist(), b.tolist())]
-    canon = list(dict.fromkeys(keys))
-    index = dict(zip(canon, range(len(canon))))
-    key_set[rest[multi]] = M + 1 + np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
-    members = np.frombuffer(b"".join(canon), dtype=code_dtype).astype(np.int32)
-    gsizes = np.fromiter(map(len, canon), dtype=np.int64, count=len(canon)) // w
-    return key_set, gsizes, members
+    return np.flatnonzero(single), vals[first[single]] - 1, multi, keys
 
 
 def _cell_issue(line: int, column: str, shown: str, code: str, params: dict):

@@ -127,6 +127,9 @@ def test_check_deploy_is_clean_under_production_settings():
 def test_production_requires_a_secret_key():
     r = _run(["manage.py", "check"], {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "SECRET_KEY": ""})
     assert r.returncode != 0 and "SECRET_KEY" in r.stderr
+    # with DEBUG on too: the repository's development key used to sign production sessions silently
+    r = _run(["manage.py", "check"], {"TRACECUP_PRODUCTION": "1", "DEBUG": "1", "SECRET_KEY": ""})
+    assert r.returncode != 0 and "SECRET_KEY must be set" in r.stderr
 
 
 def test_docker_compose_commands_and_modules_exist():

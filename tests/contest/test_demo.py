@@ -113,18 +113,22 @@ def _start_demo(cmd: list[str], tmp_path) -> tuple[subprocess.Popen, int]:
     pytest.fail("the demo did not start:\n" + "".join(lines))
 
 
+def _contest_slugs(port: int) -> list[str] | None:
+    """The slugs ``/api/contests/`` lists, waiting up to 30 s for the web server to answer."""
+    for _ in range(60):
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contests/", timeout=5).read()
+            return [c["slug"] for c in json.loads(body)]
+        except OSError:
+            time.sleep(0.5)
+    return None
+
+
 @pytest.mark.integration
 def test_demo_serves_on_a_fresh_machine(tmp_path):
     proc, port = _start_demo([sys.executable, "manage.py", "demo"], tmp_path)
     try:
-        body = None
-        for _ in range(60):
-            try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contests/", timeout=5).read()
-                break
-            except OSError:
-                time.sleep(0.5)
-        assert body is not None and json.loads(body)[0]["slug"] == "demo"
+        assert _contest_slugs(port) == ["demo"]
         token = json.loads(urllib.request.urlopen(urllib.request.Request(
             f"http://127.0.0.1:{port}/api/auth/token/", data=b"username=alice&password=alice-demo",
             method="POST"), timeout=10).read())["token"]
@@ -172,3 +176,45 @@ def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
             os.killpg(make.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def _worker_pid(tag: str) -> int | None:
+    """The main process of the demo's worker named ``tag`` (``teams<pid>``), or None (from /proc)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().decode(errors="replace")
+            pid = int(cmdline.parent.name)
+            if f"{tag}@" in args and os.getpgid(pid) == pid:  # the group leader, not a pool child
+                return pid
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+@pytest.mark.integration
+def test_the_demo_restarts_a_worker_that_died(tmp_path):
+    """A worker killed outright (the broker lost, the kernel's OOM killer) is started again by the demo's
+    supervisor, as compose's restart policy does, and the demo keeps serving."""
+    proc, port = _start_demo([sys.executable, "manage.py", "demo"], tmp_path)
+    try:
+        tag = f"teams{proc.pid}"
+        deadline = time.time() + 60
+        while (first := _worker_pid(tag)) is None and time.time() < deadline:
+            time.sleep(0.5)
+        assert first is not None
+        os.killpg(first, signal.SIGKILL)
+        lines, deadline = [], time.time() + 60
+        while time.time() < deadline and "worker-interactive restarted" not in "".join(lines):
+            lines.append(proc.stdout.readline())
+        assert "worker-interactive restarted" in "".join(lines), "".join(lines)
+        deadline = time.time() + 60
+        while (_worker_pid(tag) in (None, first)) and time.time() < deadline:
+            time.sleep(0.5)
+        assert _worker_pid(tag) not in (None, first)
+        assert proc.poll() is None
+        assert _contest_slugs(port) == ["demo"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    assert "stopped web, workers and beat" in out
+    assert _worker_pid(f"teams{proc.pid}") is None

@@ -253,3 +253,112 @@ def test_a_job_past_its_time_limit_fails_with_a_clear_message_and_can_be_retried
 def _named(content: bytes, name: str):
     from django.core.files.uploadedfile import SimpleUploadedFile
     return SimpleUploadedFile(name, content, content_type="text/csv")
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A Redis server of this test's own (free port, no persistence), which the test may shut down and
+    start again; the test process's Celery app sends to it. Never the shared Redis."""
+    import shutil
+    import socket
+    import subprocess
+
+    import redis
+
+    from contest.celery import app
+    from tests.worker import reset_broker_pools
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server); .ci/run has it")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    class OwnRedis:
+        url = f"redis://127.0.0.1:{port}/0"
+        proc = None
+
+        def start(self):
+            self.proc = subprocess.Popen([server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                          "--appendonly", "no", "--dir", str(tmp_path)],
+                                         stdout=subprocess.DEVNULL, start_new_session=True)
+            client = redis.Redis(port=port)
+            for _ in range(100):
+                try:
+                    client.ping()
+                    return
+                except redis.ConnectionError:
+                    time.sleep(0.1)
+            pytest.fail("redis-server did not start")
+
+        def shutdown_nosave(self):
+            """What ``redis-cli shutdown nosave`` does: the server exits and every queued message is gone."""
+            try:
+                redis.Redis(port=port).shutdown(nosave=True)
+            except redis.ConnectionError:
+                pass
+            self.proc.wait(10)
+
+    own = OwnRedis()
+    own.start()
+    old = (app.conf.broker_url, dict(app.conf.broker_transport_options or {}))
+    app.conf.broker_url = own.url
+    app.conf.broker_transport_options = {"visibility_timeout": 3600, "socket_connect_timeout": 3,
+                                         "socket_timeout": 10}
+    reset_broker_pools(app)
+    try:
+        yield own
+    finally:
+        app.conf.broker_url, app.conf.broker_transport_options = old
+        reset_broker_pools(app)
+        if own.proc.poll() is None:
+            own.proc.terminate()
+            own.proc.wait(10)
+
+
+def test_a_broker_restart_with_uploads_in_flight_loses_no_upload_and_no_worker(own_redis, worker_env, fast_sweep):
+    """Redis shut down without saving (its queues lost) while teams upload, back 15 s later: the workers run
+    on (nobody restarts them), beat's sweep reaches them through its own queue, and every upload is
+    scored, once (issue 25 item 2)."""
+    from contest import queues
+    from contest.celery import app
+    worker_env.env.update(FAST_BEATS, CELERY_BROKER_URL=own_redis.url)
+    worker_env.env.pop("TRACECUP_BROKER_DIR", None)
+    worker_env.broker_dir = None
+    contest = create_contest(contest_spec(slug="fault-broker"))
+    generation.generate_round_data(contest.rounds.get())  # in this process, before the workers start
+    teams = worker_env.start(concurrency=1, queues=queues.DEFAULT_QUEUE)  # as compose and the demo run them
+    judge = worker_env.start(concurrency=1, queues=queues.JUDGE_QUEUES)
+
+    def upload(team, challenge):
+        ds = Dataset.objects.get(round__contest=contest, number=team, challenge=challenge)
+        member = Client()
+        member.force_login(user(f"{ds.team.name.lower()}1"))
+        t0 = time.monotonic()
+        r = member.post(f"/c/{contest.slug}/team/datasets/{ds.pk}/upload/",
+                        {"file": _named(anonymize_csv(ds, "A3-kRR", seed=team), f"team{team}.csv")})
+        assert r.status_code == 302, r.content[:500]
+        assert time.monotonic() - t0 < 10, "an upload hung on the dead broker"
+
+    for team in (1, 2, 3):  # in flight when the broker goes
+        upload(team, 1)
+    own_redis.shutdown_nosave()
+    for team in (1, 2, 3):  # while the broker is down: stored, their jobs wait in the outbox
+        upload(team, 2)
+    time.sleep(15)
+    own_redis.start()
+
+    def all_scored():
+        app.send_task("contest.tasks.sweep")  # what beat sends every minute, routed to the sweep's queue
+        return not AnonymizedSet.objects.filter(dataset__round__contest=contest,
+                                                status=AnonymizedSet.PENDING).exists()
+    wait_until(all_scored, "every upload scored after the broker restart", timeout=180, workers=worker_env)
+    wait_for_jobs(contest, timeout=120)
+    assert teams.poll() is None and judge.poll() is None, "a worker exited:\n" + worker_env.log()
+    for n in (1, 2):  # the fault did reach both workers
+        assert "Connection to broker lost" in (worker_env.tmp_path / f"worker{n}.log").read_text()
+    assert AnonymizedSet.objects.filter(dataset__round__contest=contest, status=AnonymizedSet.VALID).count() == 6
+    for aset in AnonymizedSet.objects.filter(dataset__round__contest=contest):
+        assert Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY).count() == 1  # scored once
+    assert_no_duplicate_current_scores()
+    assert_stored_files_intact()

@@ -90,4 +90,18 @@ def test_docker_compose_serves_every_queue_once():
         command = service.get("command") or []
         if "worker" in command:
             served[name] = command[command.index("-Q") + 1]
-    assert sorted(served.values()) == sorted([queues.DEFAULT_QUEUE, queues.JUDGE_QUEUES]), served
+            # every worker also serves the sweep, and runs with the options every worker has
+            assert served[name].split(",")[-1] == queues.SWEEP_QUEUE, (name, served[name])
+            assert set(queues.WORKER_OPTIONS) <= set(command), (name, command)
+    assert sorted(served.values()) == sorted(queues.with_sweep(q) for q in (queues.DEFAULT_QUEUE,
+                                                                           queues.JUDGE_QUEUES)), served
+
+
+def test_every_long_running_compose_service_is_restarted_when_it_dies():
+    """A worker that exits (a lost broker, an out-of-memory kill) comes back without anyone acting (issue 25)."""
+    import yaml
+    compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text())
+    for name, service in compose["services"].items():
+        if name == "migrate":  # runs once and exits
+            continue
+        assert service.get("restart") in ("always", "unless-stopped"), name

@@ -39,3 +39,26 @@ def test_pages_carry_a_content_security_policy_without_inline_scripts(client):
     directives = dict(d.strip().split(" ", 1) for d in policy.split(";") if d.strip())
     assert directives["script-src"] == "'self'" and "unsafe" not in directives["script-src"]
     assert directives["default-src"] == "'self'" and directives["frame-ancestors"] == "'none'"
+
+
+@pytest.mark.django_db
+def test_behind_the_trusted_proxy_the_lockout_is_per_client_address_not_per_proxy(settings):
+    """Behind nginx every login comes from the proxy's socket: the lockout must key on the client's address
+    (X-Real-IP, which nginx overwrites) or five wrong passwords lock the user out for everyone."""
+    settings.TRACECUP_TRUSTED_PROXY = True
+    user("gamma1")
+    attacker = Client(REMOTE_ADDR="172.18.0.5", HTTP_X_REAL_IP="203.0.113.7")  # the proxy's socket, the client
+    answers = [attacker.post("/api/auth/token/", {"username": "gamma1", "password": f"x{i}"}).status_code
+               for i in range(6)]
+    assert answers[-1] == 429
+    owner = Client(REMOTE_ADDR="172.18.0.5", HTTP_X_REAL_IP="198.51.100.2")  # same proxy, another client
+    assert owner.post("/api/auth/token/", {"username": "gamma1", "password": "pw"}).status_code == 200
+
+
+@pytest.mark.django_db
+def test_without_the_trusted_proxy_a_forged_client_header_does_not_escape_the_lockout(settings):
+    settings.TRACECUP_TRUSTED_PROXY = False
+    user("delta1")
+    answers = [Client(REMOTE_ADDR="203.0.113.9", HTTP_X_REAL_IP=f"10.9.9.{i}").post(
+        "/api/auth/token/", {"username": "delta1", "password": f"x{i}"}).status_code for i in range(6)]
+    assert answers[-1] == 429  # a new header each try did not reset the count

@@ -126,3 +126,35 @@ def test_a_page_with_a_flash_message_is_not_stored(closed, client_for):
     assert 'class="messages"' in shown.content.decode() and "X-Page-Cache" not in shown
     after = alpha.get(url)
     assert 'class="messages"' not in after.content.decode()
+
+
+def test_unknown_query_parameters_are_served_the_stored_page(closed, client):
+    """A cache-busting client (?x=random) makes no new entries: every other visitor keeps the cached page."""
+    url = f"/c/{closed.slug}/leaderboard/"
+    assert client.get(url)["X-Page-Cache"] == "miss"
+    answers = {client.get(f"{url}?x={i}&utm_source=z{i}")["X-Page-Cache"] for i in range(30)}
+    assert answers == {"hit"}
+    assert client.get(f"{url}?round=1")["X-Page-Cache"] == "miss"  # a parameter the page reads is its own page
+    assert client.get(f"{url}?round=01&x=2")["X-Page-Cache"] == "hit"
+    assert client.get(f"{url}?round=nonsense")["X-Page-Cache"] == "hit"  # read as the default round
+
+
+def test_renders_per_client_are_limited_and_others_are_still_served(closed, settings):
+    from django.test import Client
+    settings.TRACECUP_PAGE_RENDERS_PER_MINUTE = 10
+    busy, other = Client(REMOTE_ADDR="203.0.113.4"), Client(REMOTE_ADDR="198.51.100.8")
+    url = f"/c/{closed.slug}/leaderboard/"
+    assert other.get(url).status_code == 200  # stored now
+    statuses = [busy.get(f"{url}?round={n}").status_code for n in range(2, 30)]  # each a new page to render
+    assert statuses[:10] == [200] * 10 and set(statuses[10:]) == {429}
+    limited = busy.get(f"{url}?round=99")
+    assert limited.status_code == 429 and limited["Retry-After"] == "60"
+    assert busy.get(url).status_code == 200  # a stored page is still served to it
+    assert other.get(f"{url}?round=1").status_code == 200
+
+
+def test_the_team_dashboard_is_private_to_the_browser(closed, client_for):
+    alpha = client_for("alpha1")
+    for _ in range(2):  # rendered, then served from the cache
+        response = alpha.get(f"/c/{closed.slug}/team/")
+        assert response.status_code == 200 and "private" in response["Cache-Control"]

@@ -47,6 +47,11 @@ def demo_logins(path: Path = DEMO_YAML) -> list[tuple[str, str, str]]:
 STOP_GRACE_SECONDS = 6.0
 
 
+#: A worker or beat that exits is restarted, up to MAX_RESTARTS times within RESTART_WINDOW_SECONDS.
+MAX_RESTARTS = 5
+RESTART_WINDOW_SECONDS = 60.0
+
+
 class _Stop(Exception):
     """Raised in the main thread by SIGTERM / SIGHUP."""
 
@@ -108,19 +113,30 @@ class Command(BaseCommand):
         # SIGTERM (a service manager, `kill`, make passing it on) stops everything like Ctrl-C does.
         previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
         try:
-            for name, cmd in cmds.items():
-                log = open(log_dir / f"demo-{name}.log", "a")
-                # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
-                procs[name] = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                               start_new_session=True)
+            def start(name):
+                with open(log_dir / f"demo-{name}.log", "a") as log:
+                    # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
+                    return subprocess.Popen(cmds[name], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+            for name in cmds:
+                procs[name] = start(name)
             self.stdout.write(f"workers (teams' uploads; judge), beat and web started (logs in {log_dir}); "
                               f"open {base}/  -- Ctrl-C stops")
             self.stdout.flush()
+            restarts: dict[str, list[float]] = {name: [] for name in cmds}
             while True:
-                for name, p in procs.items():
-                    if p.poll() is not None:
-                        self.stderr.write(f"{name} exited with {p.returncode}; see {log_dir}/demo-{name}.log")
+                for name, p in list(procs.items()):
+                    if p.poll() is None:
+                        continue
+                    self.stderr.write(f"{name} exited with {p.returncode}; see {log_dir}/demo-{name}.log")
+                    # A worker or beat that died (lost its broker, killed) is started again, as compose's
+                    # restart policy does; one that keeps dying, or the web server, ends the demo.
+                    recent = [t for t in restarts[name] if t > time.monotonic() - RESTART_WINDOW_SECONDS]
+                    if name == "web" or len(recent) >= MAX_RESTARTS:
                         return
+                    restarts[name] = recent + [time.monotonic()]
+                    procs[name] = start(name)
+                    self.stderr.write(f"{name} restarted")
                 time.sleep(0.5)
         except (KeyboardInterrupt, _Stop):
             self.stdout.write("stopping ...")

@@ -1,0 +1,111 @@
+"""The buffering front (issue 25 item 1): half-sent requests do not take the site down.
+
+A real gunicorn with one sync worker (what docker-compose runs, with fewer workers) behind the real
+nginx of ``deploy/nginx.conf.template`` (``contest.edge``), with ``TRACECUP_PRODUCTION=1``. Slow clients
+open connections and send half a request (``Content-Length: 1000000`` and a few bytes; a ``GET`` without
+its final blank line) and keep them open. Straight against gunicorn one such client holds the worker
+and the site answers nothing (checked first: the attack is real); through nginx every page answers.
+"""
+from __future__ import annotations
+
+import http.client
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from contest import edge
+from contest.workers import database_url, stop_process_groups
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def production_stack(tmp_path):
+    """(gunicorn port, nginx port) of a production-like stack on the test database."""
+    if edge.nginx_binary() is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is missing: .ci/run installs it")
+        pytest.skip("nginx is not installed (apt-get install nginx); .ci/run installs it")
+    port = edge.free_port()
+    env = dict(os.environ, DATABASE_URL=database_url(), TRACECUP_PRODUCTION="1", DEBUG="0",
+               SECRET_KEY="edge-test-" + "k" * 50, ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0",
+               PYTHONUNBUFFERED="1")
+    log = open(tmp_path / "gunicorn.log", "w")
+    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
+                            "--workers", "1", "--timeout", "300"], cwd=ROOT, env=env, stdout=log,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    proxy = edge.Nginx(tmp_path / "nginx", f"127.0.0.1:{port}", max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES,
+                       static_root=ROOT / "static")
+    try:
+        proxy.start()
+        deadline = time.time() + 60
+        while edge.get_status(proxy.port, "/api/contests/", timeout=5) != 200:
+            assert time.time() < deadline, (tmp_path / "gunicorn.log").read_text()[-2000:]
+            time.sleep(0.3)
+        yield port, proxy.port
+    finally:
+        proxy.stop()
+        stop_process_groups([web], grace=5)
+        log.close()
+
+
+def test_half_sent_requests_hold_gunicorn_but_not_the_site_behind_nginx(production_stack):
+    gunicorn, nginx = production_stack
+    slow = edge.half_open(gunicorn, 3)  # the attack of the issue, straight at gunicorn
+    try:
+        time.sleep(0.5)
+        assert edge.get_status(gunicorn, "/api/contests/", timeout=3) == 0, "gunicorn answered: the test shows nothing"
+    finally:
+        for s in slow:
+            s.close()
+    time.sleep(1)
+    slow = edge.half_open(nginx, 20)
+    try:
+        time.sleep(0.5)
+        answers = []
+        for _ in range(8):
+            t0 = time.monotonic()
+            answers.append((edge.get_status(nginx, "/api/contests/", timeout=5), time.monotonic() - t0 < 2))
+        assert answers == [(200, True)] * 8
+    finally:
+        for s in slow:
+            s.close()
+
+
+def test_the_edge_refuses_a_body_over_the_cap_unread_and_passes_chunked_bodies_on(production_stack):
+    _gunicorn, nginx = production_stack
+    conn = http.client.HTTPConnection("127.0.0.1", nginx, timeout=10)
+    conn.putrequest("POST", "/api/auth/token/")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(settings.TRACECUP_MAX_REQUEST_BYTES + 1))
+    conn.endheaders()
+    assert conn.getresponse().status == 413  # answered before a byte of the body was sent
+    conn.close()
+    conn = http.client.HTTPConnection("127.0.0.1", nginx, timeout=10)
+    conn.request("POST", "/api/auth/token/", body=iter([b'{"username": "nobody", ', b'"password": "wrong"}']),
+                 headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"}, encode_chunked=True)
+    r = conn.getresponse()
+    body = r.read()
+    # Django read the body (nginx sent it on with its length): DRF's answer about the credentials
+    assert (r.status, body.startswith(b'{"error"')) == (400, True), (r.status, body[:300])
+    conn.close()
+
+
+def test_docker_compose_puts_the_same_nginx_in_front_of_web():
+    """compose's nginx fills every placeholder of the one template, caps bodies like Django, and web has no
+    port of its own (every request passes nginx)."""
+    import yaml
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    nginx = compose["nginx"]
+    placeholders = set(edge._PLACEHOLDER.findall(edge.TEMPLATE.read_text()))
+    assert placeholders <= set(nginx["environment"]), placeholders - set(nginx["environment"])
+    assert int(nginx["environment"]["TRACECUP_MAX_BODY"]) == 200 * 1024 * 1024 + 1024 * 1024  # settings' default cap
+    assert any(v.endswith("/etc/nginx/templates/default.conf.template:ro") for v in nginx["volumes"])
+    assert "ports" not in compose["web"] and nginx["environment"]["TRACECUP_UPSTREAM"] == "web:8000"
