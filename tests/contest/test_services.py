@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from contest.models import AnonymizedSet, Attack, AuditLog, Dataset, JudgeAttackResult, Phase, PublicSet, Score
+from contest.models import AnonymizedSet, Attack, AuditLog, Dataset, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import data, judge, results, storage, uploads
 from contest.services.generation import generate_round_data
 from tests.contest.conftest import SMALL_USERS, anonymize_csv, move_phase, user
@@ -104,11 +104,16 @@ def test_an_sglt_round_that_cannot_pass_the_privacy_test_fails_with_what_to_rela
     contest = make_contest(slug="strict", synthesizer="sglt", extra={"synthesizer_params": params})
     rnd = contest.rounds.get()
     job = jobs.create_job("generate_round", contest=contest, dispatch=False, round_id=rnd.pk)
+    assert jobs.execute(job.pk) == Job.SUCCEEDED  # the model is trained; each data set is a job of its own
+    set_jobs = Job.objects.filter(kind="generate_dataset", args__round_id=rnd.pk).order_by("pk")
+    assert set_jobs.count() == 12
+    job = set_jobs.first()
     assert jobs.execute(job.pk) == Job.FAILED
     message = Job.objects.get(pk=job.pk).message
     assert message.startswith(f"failed: sglt: {SMALL_USERS} of {SMALL_USERS} fakes still fail the privacy test")
     assert "relax par_d or k" in message
     assert not Dataset.objects.filter(round=rnd).exists()                    # nothing of the round is written
+    assert Round.objects.get(pk=rnd.pk).generated_at is None                 # and the round is not ready
 
 
 def test_valid_upload_scores_utility_like_scoring(generated):
