@@ -50,7 +50,8 @@ class ContestAdmin(admin.ModelAdmin):
 class RoundAdmin(admin.ModelAdmin):
     list_display = ("contest", "number", "name", "weight", "ref_days", "org_days", "generated_at")
     inlines = [PhaseInline]
-    readonly_fields = ("model_file", "info_region", "info_time", "manifest", "generated_at")
+    readonly_fields = ("model_file", "info_region", "info_time", "manifest", "generated_at", "training_data",
+                       "training_kind")
 
 
 @admin.register(m.Phase)
