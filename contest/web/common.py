@@ -58,6 +58,7 @@ def js_strings() -> dict:
         "upload_refused": _("Upload refused:"),
         "file_too_large": _("{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
         "not_played": _("Not played yet: this round has no scores."),
+        "scroll_sideways": _("The matrix is wider than the screen: scroll it sideways →"),
     }
 
 

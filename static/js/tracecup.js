@@ -129,7 +129,8 @@
     // column labels are rotated -50 degrees: the last one reaches this far right of its cell
     var right = Math.max(16, longest * Math.cos(50 * Math.PI / 180) - 10);
     var avail = Math.max(320, availableWidth(figure));
-    var cell = Math.max(34, Math.min(80, Math.floor((avail - left - right) / Math.max(cols.length, 1))));
+    // 40 px at least: a cell keeps its number; a matrix wider than a phone scrolls inside its figure
+    var cell = Math.max(40, Math.min(80, Math.floor((avail - left - right) / Math.max(cols.length, 1))));
     var gap = footer ? 8 : 0;
     var nrows = rows.length + (footer ? 1 : 0);
     var width = left + cell * cols.length + right, height = top + cell * nrows + gap + 56;
@@ -182,6 +183,13 @@
     }
     legendBar(root, left, top + cell * nrows + gap + 22, Math.min(220, cell * cols.length), 10, lo, hi, fixed(2), spec.legend || "");
     figure.insertBefore(root, figure.firstChild);
+    if (width > availableWidth(figure) + 1) {         // drawn wider than the screen: say it scrolls
+      figure.classList.add("chart-wide");
+      var hint = document.createElement("p");
+      hint.className = "chart-hint small";
+      hint.textContent = t("scroll_sideways", "The matrix is wider than the screen: scroll it sideways \u2192");
+      figure.parentNode.insertBefore(hint, figure);
+    }
   }
 
   /* The width a chart may take: its figure's content box (the column it sits in). */
@@ -329,20 +337,46 @@
       }
       return true;
     }
-    // greedy placement in input order: the first free spot around the point wins
-    var CANDIDATES = [[8, -4, "start"], [-8, -4, "end"], [8, 12, "start"], [-8, 12, "end"],
-      [0, -10, "middle"], [0, 20, "middle"], [14, -14, "start"], [-14, -14, "end"], [14, 22, "start"], [-14, 22, "end"]];
-    pts.forEach(function (p) {
+    // Greedy placement in input order: the nearest free spot around the point, on rings of growing
+    // radius, whose nearest marker is the label's own point (a label between two points would name
+    // the wrong one). Past the first ring a thin leader line ties the label to its point, so on a
+    // phone's narrow plot a crowded cluster keeps every label instead of dropping some.
+    var centres = pts.map(function (p) { return [sx(p.x), sy(p.y)]; });
+    function ownedBy(b, own) {
+      var cx = (b.x0 + b.x1) / 2, cy = (b.y0 + b.y1) / 2, best = -1, bestD = Infinity;
+      centres.forEach(function (c, i) {
+        // distance from the point to the label's box
+        var ddx = Math.max(b.x0 - c[0], 0, c[0] - b.x1), ddy = Math.max(b.y0 - c[1], 0, c[1] - b.y1);
+        var d = Math.sqrt(ddx * ddx + ddy * ddy) + 1e-3 * Math.hypot(cx - c[0], cy - c[1]);
+        if (d < bestD - 0.5 || (Math.abs(d - bestD) <= 0.5 && i === own)) { best = i; bestD = d; }
+      });
+      return best === own;
+    }
+    var RINGS = [9, 16, 26, 38, 52, 70, 92, 120];
+    pts.forEach(function (p, own) {
       if (!p.label) { return; }
-      var px = sx(p.x), py = sy(p.y), w = textWidth(p.label, 10), h = 12;
-      for (var c = 0; c < CANDIDATES.length; c++) {
-        var dx = CANDIDATES[c][0], dy = CANDIDATES[c][1], anchor = CANDIDATES[c][2];
-        var bx = anchor === "start" ? px + dx : anchor === "end" ? px + dx - w : px - w / 2;
-        var b = { x0: bx - 1, y0: py + dy - h + 2, x1: bx + w + 1, y1: py + dy + 3 };
-        if (free(b)) {
-          svgText(root, px + dx, py + dy, p.label, { "font-size": 10, "text-anchor": anchor, "class": "point-label" });
-          boxes.push(b);
-          return;
+      var px = centres[own][0], py = centres[own][1], w = textWidth(p.label, 10), h = 12;
+      for (var ri = 0; ri < RINGS.length; ri++) {
+        var rad = RINGS[ri];
+        for (var a = 0; a < 16; a++) {
+          var ang = (a * Math.PI) / 8 - Math.PI / 4;   // start up and to the right, go round
+          var dx = Math.round(rad * Math.cos(ang)), dy = Math.round(-rad * Math.sin(ang));
+          var anchor = dx > 2 ? "start" : dx < -2 ? "end" : "middle";
+          var bx = anchor === "start" ? px + dx : anchor === "end" ? px + dx - w : px + dx - w / 2;
+          var base = py + dy + 4;                      // text baseline: the box is centred on the ring
+          var b = { x0: bx - 1, y0: base - h + 2, x1: bx + w + 1, y1: base + 3 };
+          if (free(b) && ownedBy(b, own)) {
+            if (ri >= 2) {                             // a leader from the marker's edge to the label's box
+              var ex = Math.max(b.x0, Math.min(px, b.x1)), ey = Math.max(b.y0, Math.min(py, b.y1));
+              var len = Math.hypot(ex - px, ey - py) || 1;
+              svg("line", { x1: px + ((ex - px) * 6) / len, y1: py + ((ey - py) * 6) / len, x2: ex, y2: ey,
+                            "class": "leader", stroke: "#6b7686", "stroke-width": 0.8 }, root);
+            }
+            svgText(root, px + dx, base, p.label,
+                    { "font-size": 10, "text-anchor": anchor, "class": "point-label" });
+            boxes.push(b);
+            return;
+          }
         }
       }
       // nowhere free: the point keeps its hover text, and the table under the plot has every value

@@ -13,6 +13,22 @@ pytestmark = [pytest.mark.browser]
 
 WIDTH = 390
 
+#: Heatmap cells drawn without their number, scatter points drawn without their label.
+CHART_TEXTS_JS = """() => {
+  const out = [];
+  for (const svg of document.querySelectorAll('figure[data-chart=heatmap] svg')) {
+    const cells = Array.from(svg.querySelectorAll('rect > title')).filter(t => /: \\d/.test(t.textContent)).length;
+    const numbers = Array.from(svg.querySelectorAll('text')).filter(t => /^\\d\\.\\d\\d$/.test(t.textContent)).length;
+    if (numbers < cells) out.push(`heatmap: ${cells - numbers} of ${cells} cells without their number`);
+  }
+  for (const svg of document.querySelectorAll('figure[data-chart=scatter] svg')) {
+    const points = Array.from(svg.querySelectorAll('title')).filter(t => !t.closest('.axis')).length;
+    const labels = svg.querySelectorAll('text.point-label').length;
+    if (labels < points) out.push(`scatter: ${points - labels} of ${points} points without their label`);
+  }
+  return out;
+}"""
+
 
 @pytest.fixture
 def demo_site(live_server, settings):
@@ -58,6 +74,11 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
         page.goto(base + url)
         assert not overflow_problems(page, strict=False), (url, overflow_problems(page, strict=False))
         assert not chart_problems(page), (url, chart_problems(page))
+        # every heatmap cell keeps its number; every scatter point keeps its label
+        missing = page.evaluate(CHART_TEXTS_JS)
+        assert not missing, (url, missing)
+        if url.endswith(("attack-matrix/", "plots/")):
+            shot(page, f"phone-{url.strip('/').split('/')[-1]}-{lang}")
 
     # a team's dashboard: the upload history's Final / Choose column on screen
     _login(page, base, "alice", "alice-demo")
