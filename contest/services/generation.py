@@ -72,6 +72,12 @@ def _round_seed(round_: Round) -> int:
     return int(np.random.SeedSequence([round_.contest.seed, round_.number]).generate_state(1)[0])
 
 
+def expected_datasets(n_teams: int) -> int:
+    """How many data sets a round of ``n_teams`` teams has: each team's, the benchmark's and the two sample
+    sets', of both challenges."""
+    return len(round_sets(n_teams))
+
+
 def _approved_teams(round_: Round) -> dict[int, Team]:
     """The contest's approved teams by number, checked to be 1..tau (the sets' numbers follow them)."""
     teams = {t.number: t for t in Team.objects.filter(contest=round_.contest, approved=True)}
@@ -274,7 +280,7 @@ def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) ->
 def finish_round(round_: Round, *, user=None) -> bool:
     """Mark the round ready once its last data set is stored (exactly once, under the round's lock), record
     the SHA-256 of every file and queue the round's figures. Returns whether this call made it ready."""
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = expected_datasets(len(_approved_teams(round_)))
     with transaction.atomic():
         locked = Round.objects.select_for_update().get(pk=round_.pk)
         datasets = list(Dataset.objects.filter(round=round_).select_related("reference", "original"))
@@ -334,7 +340,7 @@ def generate_round_job(job, round_id: int) -> str:
                             team=team, challenge=challenge)
     if not missing:
         finish_round(round_, user=job.created_by)
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = expected_datasets(len(_approved_teams(round_)))
     return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
 
 
@@ -345,7 +351,7 @@ def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
     ds = generate_dataset(round_, team, challenge)
     ready = finish_round(round_, user=job.created_by)
     done = Dataset.objects.filter(round=round_).count()
-    expected = len(round_sets(len(_approved_teams(round_))))
+    expected = expected_datasets(len(_approved_teams(round_)))
     return f"{ds.label} of {round_.name} ({done} of {expected} data sets){'; the round is ready' if ready else ''}"
 
 
