@@ -72,6 +72,12 @@ def _round_seed(round_: Round) -> int:
     return int(np.random.SeedSequence([round_.contest.seed, round_.number]).generate_state(1)[0])
 
 
+def expected_datasets(n_teams: int) -> int:
+    """How many data sets a round of ``n_teams`` teams has: each team's, the benchmark's and the two sample
+    sets', of both challenges."""
+    return len(round_sets(n_teams))
+
+
 def _approved_teams(round_: Round) -> dict[int, Team]:
     """The contest's approved teams by number (a team that joined late has a number past every set's:
     ``contest.services.teams.next_team_number``)."""
@@ -185,18 +191,19 @@ def _stored_model(round_: Round):
     return _MODEL[sha]
 
 
-def write_set_files(round_: Round, team: int, challenge: int, out: Path, model=None) -> dict:
+def write_set_files(round_: Round, team: int, challenge: int, out: Path) -> dict:
     """Write the R and O files of set (``team``, ``challenge``) of ``round_`` into ``out``; return their
     names (``reftraces``, ``orgtraces``) and the synthesizer's report of the set, if any.
 
     The bytes depend only on the round's seed and the set's name: the random stream is
-    ``[seed, team, challenge]`` whatever else is generated, here or on another worker.
+    ``[seed, team, challenge]`` whatever else is generated, here or on another worker, and the model is
+    always the stored one (never the trained object, in case saving it rounds anything).
     """
     contest = round_.contest
     seed = _round_seed(round_)
     flag = CHALLENGE_FLAGS[challenge]
     if contest.synthesizer in METHODS:
-        model = model if model is not None else _stored_model(round_)
+        model = _stored_model(round_)
         return generate_set(model, _synthesizer(round_, model), out, team, challenge, flag,
                             users=contest.users_per_set, ref_days=round_.ref_days, org_days=round_.org_days,
                             seed=seed)
@@ -223,7 +230,8 @@ def prepare_round(round_: Round, *, job=None) -> list[tuple[int, int]]:
     missing = [(team, d) for team, _role, d, _flag in _round_sets(round_) if (team, d) not in done]
     if not missing and round_.info_region_id:
         return []
-    model = train_round_model(round_, job)
+    # The manifest's synthesizer options come from the stored model, as every set will.
+    model = _stored_model(round_) if train_round_model(round_, job) is not None else None
     manifest, axis = _plan(round_, model, n_teams)
     with transaction.atomic():
         locked = Round.objects.select_for_update().get(pk=round_.pk)
@@ -240,7 +248,7 @@ def prepare_round(round_: Round, *, job=None) -> list[tuple[int, int]]:
     return missing
 
 
-def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) -> Dataset:
+def generate_dataset(round_: Round, team: int, challenge: int) -> Dataset:
     """Generate and store data set (``team``, ``challenge``) of a prepared round (idempotent); record its
     files' SHA-256 and the synthesizer's report in the round's manifest."""
     existing = Dataset.objects.filter(round=round_, number=team, challenge=challenge).first()
@@ -252,7 +260,7 @@ def generate_dataset(round_: Round, team: int, challenge: int, *, model=None) ->
     contest = round_.contest
     with tempfile.TemporaryDirectory(prefix="tracecup-gen-") as tmp:
         out = Path(tmp)
-        names = write_set_files(round_, team, challenge, out, model=model)
+        names = write_set_files(round_, team, challenge, out)
         generator = f"{round_.manifest.get('generator', contest.synthesizer)} " \
                     f"{round_.manifest.get('generator_version', '')}".strip()
         try:
@@ -329,9 +337,8 @@ def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
     and tests; the platform's jobs do the same work fanned out (:func:`generate_round_job`)."""
     missing = prepare_round(round_, job=job)
     round_.refresh_from_db()
-    model = train_round_model(round_) if missing else None
     for n, (team, challenge) in enumerate(missing):
-        generate_dataset(round_, team, challenge, model=model)
+        generate_dataset(round_, team, challenge)
         jobs.progress(job, (n + 1) / len(missing), f"data set {n + 1} of {len(missing)}")
     finish_round(round_, user=user)
     return list(Dataset.objects.filter(round=round_))

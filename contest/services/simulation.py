@@ -4,7 +4,8 @@ An organizer runs this before opening a contest to teams, to know the
 platform holds its size. :func:`simulate` creates a contest, has the judge
 generate its data, and plays each round as teams and organizer would:
 
-1. **generation** - the ``generate_round`` jobs (synthesizer) of every round;
+1. **generation** - each round's ``generate_round`` job (its model) and the ``generate_dataset`` job of
+   each data set, then the round figures (a job per team data set);
 2. **anonymize (teams)** - each simulated team makes one anonymized set per
    challenge with a sample anonymizer or A6-kmeans, parameters drawn per team
    (:data:`ANONYMIZER_CHOICES`); a share of them first send a broken file
@@ -13,8 +14,8 @@ generate its data, and plays each round as teams and organizer would:
 3. **upload scoring** - every upload through ``uploads.submit_anonymized_set``
    (stored, counted, a ``score_anonymized`` job) until all are scored; then
    each team selects its last valid set;
-4. **close + judge attacks** - the organizer closes the phase now: freeze,
-   pseudonymize, the judge's attacks on every valid set (jobs);
+4. **close + judge attacks** - the organizer closes the phase now: freeze, then a job per set
+   (pseudonymize, the judge's attacks) and per final set's analyses, and the attack material;
 5. **attack (teams)** - the attack phase opens now; each team attacks a share
    of the other teams' public sets with the given attacks (teams' computing);
 6. **attack scoring** - every etable/etraces upload scored (jobs);
@@ -24,8 +25,8 @@ generate its data, and plays each round as teams and organizer would:
 Every judge's stage waits for its jobs, whoever runs them: this process
 (``inline``: jobs run eagerly as they are queued) or Celery workers on the
 same database and broker (started by the command with ``--workers``, or
-already running). Each stage records its wall time and the peak resident
-memory of this process and of the workers (sampled from /proc).
+already running). Each stage records its wall time, the number of jobs it waited
+for, and the peak resident memory of this process and of the workers (sampled from /proc).
 """
 from __future__ import annotations
 

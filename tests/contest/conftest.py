@@ -72,12 +72,12 @@ def generated(make_contest, monkeypatch, tmp_path_factory):
     from contest.services import generation
     real = generation.write_set_files
 
-    def replay(round_, team, challenge, out, model=None):
+    def replay(round_, team, challenge, out):
         c = round_.contest
         key = (c.synthesizer, c.users_per_set, c.seed, round_.number, round_.ref_days, round_.org_days, team, challenge)
         if key not in _GENERATED:
             cache = tmp_path_factory.mktemp("generated")
-            _GENERATED[key] = (cache, real(round_, team, challenge, cache, model=model))
+            _GENERATED[key] = (cache, real(round_, team, challenge, cache))
         cache, names = _GENERATED[key]
         for f in cache.iterdir():
             shutil.copy(f, out / f.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from django.test import Client
 
 from contest.models import AuditLog, Dataset, Job
 from contest.services import generation, jobs, storage
@@ -37,13 +38,20 @@ def test_each_set_is_its_own_job_and_its_bytes_depend_only_on_the_seed_and_its_n
     assert len(set_jobs) == n_sets and not Dataset.objects.filter(round=rnd).exists()
     rnd.refresh_from_db()
     assert rnd.generated_at is None                                   # not ready before its last set
+    organizer = Client()
+    organizer.force_login(contest.organizers.get())
+    console = f"/console/{contest.slug}/"
+    assert f"generating: 0 of {n_sets} data sets" in organizer.get(console).content.decode()
 
     for n, job in enumerate(reversed(set_jobs)):                     # any order, any worker
-        _fresh_worker()
+        if n:  # the first on the process that trained the model, the others as on fresh workers
+            _fresh_worker()
         assert jobs.execute(job.pk) == Job.SUCCEEDED
         rnd.refresh_from_db()
         assert (rnd.generated_at is not None) == (n == n_sets - 1)
         assert f"({n + 1} of {n_sets} data sets)" in Job.objects.get(pk=job.pk).message   # progress counts sets
+        page = organizer.get(console).content.decode()               # so does the organizer's console
+        assert (f"generating: {n + 1} of {n_sets} data sets" in page) == (n < n_sets - 1)
     assert Job.objects.filter(kind="round_figures").exists()          # queued once the round is ready
     assert AuditLog.objects.filter(action="generate_round", contest=contest).count() == 1
 
