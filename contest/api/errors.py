@@ -29,7 +29,8 @@ def error_response(code: str, message: str, http_status: int, issues=None, **ext
 
 def exception_handler(exc, context):
     if isinstance(exc, RuleViolation):
-        code = {403: "forbidden", 413: "too_large", 429: "limit_reached", 400: "bad_request"}.get(exc.status, "rule_violation")
+        code = {403: "forbidden", 413: "too_large", 429: "limit_reached", 400: "bad_request",
+                503: "database_unavailable"}.get(exc.status, "rule_violation")
         return error_response(code, str(exc), exc.status, exc.issues)
     if isinstance(exc, (ScheduleError, PublishError)):
         code = "schedule_conflict" if isinstance(exc, ScheduleError) else "not_publishable"

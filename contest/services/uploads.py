@@ -141,7 +141,8 @@ def retry_once_if_connection_dropped(store: Callable[[], T]) -> T:
     database dropped the connection under it (a restart, a failover, ``pg_terminate_backend``).
 
     The failed transaction was rolled back whole, so the second run starts from nothing and the upload is
-    stored once or not at all; a second failure answers the team with an error (never a silent loss).
+    stored once or not at all; a second failure is a :class:`RuleViolation` with status 503 saying the upload
+    was not stored (never a silent loss).
     (Django's ``is_usable()`` still answered True for the dropped connection here, so it cannot tell
     a drop from another error: any database error is retried once.)
     Inside a caller's transaction (a test, a command) nothing is retried: that transaction is lost anyway.
@@ -155,7 +156,12 @@ def retry_once_if_connection_dropped(store: Callable[[], T]) -> T:
         # rolled back whole, so running it once more cannot store anything twice.
         log.warning("the database failed under an upload (%s); storing it again once on a new connection", exc)
         connection.close()
+    try:
         return store()
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        raise RuleViolation("the database could not be reached; the upload was not stored: send it again "
+                            "in a minute", status=503) from exc
 
 
 # ----- anonymized sets -------------------------------------------------------------

@@ -110,3 +110,29 @@ def test_an_upload_whose_connection_drops_mid_transaction_is_stored_once(postgre
     assert StoredFile.objects.filter(sha256=aset.file.sha256).count() == 1
     assert storage.read_bytes(aset.file) == content
     assert Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk).count() == 1
+
+
+def test_an_upload_the_database_fails_twice_is_answered_503_and_stored_nowhere(generated, monkeypatch):
+    """Both tries failed: the team is told the upload was not stored (not a bare 500, never a silent loss)."""
+    from django.db import OperationalError
+    from rest_framework.test import APIClient
+
+    from contest.models import Dataset
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    tries = []
+
+    def down(*args, **kwargs):
+        tries.append(1)
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(uploads, "_store_anonymized_set", down)
+    api = APIClient()
+    api.force_authenticate(user("alpha1"))
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    r = api.post(f"/api/datasets/{ds.pk}/anonymized-sets/",
+                 {"file": SimpleUploadedFile("a.csv", anonymize_csv(ds, "A1-none"), content_type="text/csv")},
+                 format="multipart")
+    assert len(tries) == 2
+    assert r.status_code == 503 and r.json()["error"]["code"] == "database_unavailable", r.content
+    assert "was not stored" in r.json()["error"]["message"]
+    assert not AnonymizedSet.objects.filter(dataset=ds).exists()

@@ -256,7 +256,7 @@ def _named(content: bytes, name: str):
 
 
 @pytest.fixture
-def own_redis(tmp_path):
+def own_redis(tmp_path, monkeypatch):
     """A Redis server of this test's own (free port, no persistence), which the test may shut down and
     start again; the test process's Celery app sends to it. Never the shared Redis."""
     import shutil
@@ -303,6 +303,7 @@ def own_redis(tmp_path):
     own.start()
     old = (app.conf.broker_url, dict(app.conf.broker_transport_options or {}))
     app.conf.broker_url = own.url
+    monkeypatch.setenv("CELERY_BROKER_URL", own.url)  # Celery reads the variable before its conf (CI sets it)
     app.conf.broker_transport_options = {"visibility_timeout": 3600, "socket_connect_timeout": 3,
                                          "socket_timeout": 10}
     reset_broker_pools(app)
