@@ -103,4 +103,17 @@ def test_console_messages_are_where_the_organizer_is(console_site, browser, widt
     page.wait_for_load_state()
     message = page.locator("ul.messages li").first
     assert "error" in message.get_attribute("class") and _in_view(page, message), message.bounding_box()
+
+    # "Open now" refused (the sets are not pseudonymized yet): the refusal is in view
+    from django.utils import timezone
+
+    from contest.models import Phase
+    anon = Phase.objects.get(round__contest=contest, kind=Phase.ANONYMIZATION)
+    anon.closed_at = timezone.now()
+    anon.save()
+    page.goto(f"{base}/console/cm/")
+    page.locator("form[action$='/open-attack/'] button").click()
+    page.wait_for_load_state()
+    message = page.locator("ul.messages li").first
+    assert "error" in message.get_attribute("class") and _in_view(page, message), message.bounding_box()
     ctx.close()

@@ -98,5 +98,9 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
     anonymized = page.locator("main h3", has_text="Anonymized sets" if lang == "en" else "匿名化").first
     assert targets < anonymized.bounding_box()["y"]
     assert page.locator("form.attack-form").count() >= 1
+    # "Your attacks": the latest attempt shown, earlier ones folded; a target's row stays short
+    assert page.locator("td.attacks-cell details.attack-older").count() >= 1
+    rows = page.locator("tr[id^=target-]").evaluate_all("els => els.map(e => e.getBoundingClientRect().height)")
+    assert rows and max(rows) < 600, rows
     shot(page, f"phone-team-attack-phase-{lang}")
     ctx.close()
