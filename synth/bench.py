@@ -29,6 +29,16 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
+from scoring.grid import Grid
+from scoring.io import read_traces
+from synth.city import CityModel
+from synth.generate import generate_set
+from synth.methods import make_synthesizer, train_model
+from synth.ppmtf import PPMTFModel, build_tensors, reconstruction_rmse, train
+from synth.ppmtf_plus import Synthesizer
+
 DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "pwscup2019" / "peopleflow"
 
 
@@ -37,11 +47,6 @@ def _peak_mb() -> float:
 
 
 def phase_train(data: Path, model_path: Path, sweeps: int) -> dict:
-    import numpy as np
-
-    from scoring.grid import Grid
-    from scoring.io import read_traces
-    from synth.ppmtf import build_tensors, reconstruction_rmse, train
     grid = Grid.from_info_region(data.parent / "tokyo" / "info_region.csv") \
         if (data.parent / "tokyo" / "info_region.csv").exists() else Grid()
     traces = read_traces(data / "traintraces_TK.csv", grid)
@@ -56,8 +61,6 @@ def phase_train(data: Path, model_path: Path, sweeps: int) -> dict:
 
 
 def phase_generate(model_path: Path, users: int, days: int) -> dict:
-    from synth.generate import Synthesizer, generate_set
-    from synth.ppmtf import PPMTFModel
     model = PPMTFModel.load(model_path)
     with tempfile.TemporaryDirectory() as out:
         t0 = time.perf_counter()
@@ -71,11 +74,6 @@ def phase_generate(model_path: Path, users: int, days: int) -> dict:
 
 
 def phase_method(method: str, users: int, days: int) -> dict:
-    import numpy as np
-
-    from scoring.grid import Grid
-    from synth.city import CityModel
-    from synth.methods import make_synthesizer, train_model
     grid = Grid()
     training = CityModel(grid, seed=0).simulate(300, 10, seed=1)
     t0 = time.perf_counter()

@@ -25,13 +25,23 @@ deterministic given the seed.
 from __future__ import annotations
 
 import hashlib
+import json
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from scoring.grid import Grid
+from scoring.algorithms.registry import get
+from scoring.grid import Grid, TimeAxis
+from scoring.io import read_traces
+from scoring.pseudonymize import pseudonymize
+from scoring.scores import reidentification, trace_inference
 from scoring.traces import Traces
+from synth.methods import load_model, make_synthesizer
+from synth.metrics import estimate_homes, home_stay
+from synth.ppmtf_plus import CONTEST_DEFAULTS, train_contest_model
 
 #: (label, registered anonymizer, parameters) compared against 2019.
 ANONYMIZERS = (
@@ -66,7 +76,6 @@ def day_statistics(reference: Traces, original: Traces, slots_per_day: int) -> d
         ``home_share`` (list of S floats), ``regions_per_day`` (float),
         ``stay`` (float, share of consecutive same-region slot pairs within a day).
     """
-    from synth.metrics import estimate_homes, home_stay
     both = Traces(reference.user_ids, np.concatenate([reference.time_ids, original.time_ids]),
                   np.concatenate([reference.regions, original.regions], axis=1))
     days = _days(both, slots_per_day)
@@ -87,10 +96,6 @@ def attack_scores(grid: Grid, reference: Traces, original: Traces, *, seed: int 
         axis: the sets' :class:`~scoring.grid.TimeAxis` (for HomeProb's slots); the
             2019 axis if None.
     """
-    from scoring.algorithms.registry import get
-    from scoring.pseudonymize import pseudonymize
-    from scoring.scores import reidentification, trace_inference
-
     out = {}
     for label, name, params in anonymizers:
         alg = get(name)
@@ -131,7 +136,6 @@ def measure(name: str, grid: Grid, reference: Traces, original: Traces, slots_pe
 def osaka_2019(folder: Path, *, seed: int = 0, with_attacks: bool = True, team: int = 1,
                data_no: int = 1) -> Calibration:
     """The 2019 Osaka practice set's calibration (team ``team``, challenge ``data_no``)."""
-    from scoring.io import read_traces
     folder = Path(folder)
     flag = {1: "IDP", 2: "TRP"}[data_no]
     grid = Grid.from_info_region(folder / "info_region.csv")
@@ -176,14 +180,11 @@ def format_table(rows: list[Calibration], slots_per_day: int = 20) -> str:
 def generated(grid: Grid, *, users: int = 2000, ref_days: int = 2, org_days: int = 2, seed: int = 0,
               model=None, synth_options: dict | None = None, progress=None,
               **params) -> tuple[Traces, Traces, object]:
-    """One contest set generated with the contest's path (:func:`synth.generate.train_contest_model`,
+    """One contest set generated with the contest's path (:func:`synth.ppmtf_plus.train_contest_model`,
     then the model's synthesizer on the 2019 clock).
 
     Returns (reference, original, model); pass ``model`` (any method) to measure a trained one.
     """
-    from scoring.grid import TimeAxis
-    from synth.generate import train_contest_model
-    from synth.methods import make_synthesizer
     axis = TimeAxis(ref_days=ref_days, org_days=org_days)
     if model is None:
         model = train_contest_model(grid, axis, seed=seed, progress=progress, **params)
@@ -211,7 +212,6 @@ def run(*, users: int = 2000, ref_days: int = 2, org_days: int = 2, seed: int = 
     Returns (the calibrations, generated first; the gaps of :func:`differences`
     or None without the 2019 data or the attacks).
     """
-    from scoring.grid import TimeAxis
     grid = Grid() if model is None else model.grid()
     ref, org, _ = generated(grid, users=users, ref_days=ref_days, org_days=org_days, seed=seed, model=model,
                             synth_options=synth_options, progress=progress, **params)
@@ -227,16 +227,10 @@ def run(*, users: int = 2000, ref_days: int = 2, org_days: int = 2, seed: int = 
 
 def main(args) -> int:
     """``python -m synth calibrate``: print the calibration table (Markdown) or JSON."""
-    import json
-    import sys
-    import time
-
-    from synth.generate import CONTEST_DEFAULTS
     params = {k: getattr(args, k) for k in CONTEST_DEFAULTS if getattr(args, k, None) is not None}
     options = {} if args.home_minutes is None else {"home_minutes": args.home_minutes}
     model = None
     if getattr(args, "model", None):
-        from synth.methods import load_model
         if params:
             raise ValueError(f"--model measures a trained model: training options {sorted(params)} do not apply")
         model = load_model(args.model)

@@ -302,6 +302,10 @@ class CityModel:
         d = np.sqrt(((self.xy_km[:, None, :] - self.xy_km[st][None, :, :]) ** 2).sum(-1))
         self.nearest_station = st[np.argmin(d, axis=1)]
 
+    def region_categories(self) -> np.ndarray:
+        """(M,) index (in :data:`CATEGORIES`) of each region's most numerous POI category, -1 where it has none."""
+        return np.where(self.poi_counts.sum(0) > 0, self.poi_counts.argmax(0), -1)
+
     def leisure_density(self) -> np.ndarray:
         """(M,) share of the city's leisure POIs (food, shops, parks, stations) in each region."""
         c = self.poi_counts[[CATEGORIES.index(k) for k in ("food", "shops", "parks", "stations")]].sum(0)

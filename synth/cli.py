@@ -29,7 +29,19 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from scoring.errors import ValidationError
 from scoring.grid import Grid, TimeAxis
+from scoring.io import read_traces
+from synth import calibrate, coloc, compare, sglt
+from synth.city import write_city
+from synth.generate import generate_round
+from synth.methods import METHODS, load_model, method_of, train_model, training_seed
+from synth.metrics import compute_all
+from synth.ppmtf import HyperPrior
+from synth.ppmtf_plus import CONTEST_DEFAULTS as CD
+from synth.ppmtf_plus import full_day
 
 
 class StderrProgress:
@@ -68,10 +80,8 @@ def _clock(text: str) -> int:
 
 
 def cmd_city(args) -> int:
-    from synth.city import write_city
-    from synth.generate import full_day
     grid = _grid(args.grid, None)
-    # The contest's full day (as the platform trains: synth.generate.train_contest_model): the PPMTF+ home
+    # The contest's full day (as the platform trains: synth.ppmtf_plus.train_contest_model): the PPMTF+ home
     # boost sits at the ends of the model's day, before and after the contest's window, which generate cuts.
     slots, start, step = full_day(TimeAxis(), args.lead_minutes, args.tail_minutes)
     paths = write_city(args.out, grid, args.users, args.days, args.seed,
@@ -85,7 +95,6 @@ def cmd_city(args) -> int:
 
 def _read_friends(path, user_ids):
     """(E, 2) 0-based row pairs of a ``user_id,friend_id`` CSV (header optional) over the training users."""
-    import numpy as np
     rows = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
@@ -108,7 +117,6 @@ def _read_friends(path, user_ids):
 
 def _method_params(args) -> dict:
     if args.method == "ppmtf":
-        from synth.ppmtf import HyperPrior
         return dict(K=args.dim, alpha=args.alpha, sweeps=args.iterations, zero_num=args.zero_num,
                     prior=HyperPrior(), centered_scatter=args.centered_scatter)
     if args.method == "sglt":
@@ -120,8 +128,6 @@ def _method_params(args) -> dict:
 
 
 def cmd_train(args) -> int:
-    from scoring.io import read_traces
-    from synth.methods import train_model
     src = Path(args.traces)
     grid = _grid(args.grid, src)
     time_file = Path(args.time) if args.time else src.parent / "info_time.csv"
@@ -144,7 +150,6 @@ def cmd_train(args) -> int:
     if args.method == "coloc" and args.friends:
         params["friends"] = _read_friends(args.friends, traces.user_ids)
     t0 = time.perf_counter()
-    from synth.methods import training_seed
     # Without --seed: 0 (reproducible) for ppmtf and sglt, fresh randomness for coloc's DP noise.
     seed = args.seed if args.seed is not None else training_seed(args.method, 0)
     model = train_model(args.method, traces, grid, slots_per_day=T, slot_start_minute=start, slot_minutes=length,
@@ -172,8 +177,6 @@ def _option(text: str) -> tuple[str, object]:
 
 
 def cmd_generate(args) -> int:
-    from synth.generate import generate_round
-    from synth.methods import load_model, method_of
     model = load_model(args.model)
     grid = Grid.from_info_region(args.grid) if args.grid else None
     options = dict(args.option or [])
@@ -192,8 +195,6 @@ def cmd_generate(args) -> int:
 
 
 def cmd_metrics(args) -> int:
-    from scoring.io import read_traces
-    from synth.metrics import compute_all
     real_path, synth_path = Path(args.real), Path(args.synth)
     grid = _grid(args.grid, real_path)
     real = read_traces(real_path, grid)
@@ -205,7 +206,6 @@ def cmd_metrics(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from synth import calibrate
     if args.osaka is None:
         args.osaka = str(calibrate.OSAKA)
     args.progress = StderrProgress("calibrate")
@@ -213,7 +213,6 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from synth import compare
     args.progress = StderrProgress("compare")
     return compare.main(args)
 
@@ -222,7 +221,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    from synth.generate import CONTEST_DEFAULTS as CD
     c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs) over the "
                                     "contest's full day, as the platform trains")
     c.add_argument("--users", type=int, default=CD["train_users"], help=f"default {CD['train_users']}")
@@ -236,8 +234,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grid", help="info_region.csv of the grid (default: 2019 Tokyo)")
     c.set_defaults(func=cmd_city)
 
-    from synth import coloc, sglt
-    from synth.methods import METHODS
     t = sub.add_parser("train", help="train a synthesizer on a user_id,time_id,reg_id file",
                        description="Train a synthesizer. Methods: " + "; ".join(
                            f"{k}: {v}" for k, v in METHODS.items()) + ".")
@@ -301,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--home-minutes", type=float, default=None,
                    help="ppmtf: home windows at the start and end of the model's day, minutes "
-                        "(default: synth.generate.HOME_MINUTES)")
+                        "(default: synth.ppmtf_plus.HOME_MINUTES)")
     g.add_argument("--day-split", choices=("chronological", "random"), default="chronological",
                    help="reference = the earlier days (paper 3.3, default) or days split at random")
     g.add_argument("--instant-minutes", type=float, default=5.0, help="ppmtf: chain step in minutes")
@@ -359,7 +355,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from scoring.errors import ValidationError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

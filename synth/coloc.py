@@ -67,6 +67,7 @@ import numpy as np
 from scoring.grid import Grid
 from scoring.traces import Traces
 from synth.common import grid_box, grid_of, read_npz, save_npz, slot_map
+from synth.registry import Method, choice_check, int_check, number_check, register, with_reason
 
 METHOD = "coloc"
 MODEL_VERSION = "tracecup-coloc-1"
@@ -691,19 +692,13 @@ class ColocSynthesizer:
     """Sets of a :class:`ColocModel` on the contest's day (see the module docstring).
 
     Options: ``theta`` co-location events per set, ``par_v`` the Viterbi
-    randomisation (1 = plain Viterbi), ``max_rounds`` of planting.
+    randomisation (1 = plain Viterbi), ``max_rounds`` of planting. Their types and bounds are the
+    method's schema (registered below), checked once by :func:`synth.methods.make_synthesizer`.
     """
 
     def __init__(self, model: ColocModel, *, slots: int = 20, slot_start_minute: float = 480,
                  slot_step_minutes: float = 30, **params):
-        unknown = set(params) - set(GENERATION_DEFAULTS)
-        if unknown:
-            raise ValueError(f"unknown coloc option(s) {sorted(unknown)}; known: {sorted(GENERATION_DEFAULTS)}")
         self.p = {**GENERATION_DEFAULTS, **params}
-        if int(self.p["theta"]) < 0:
-            raise ValueError(f"theta must be >= 0, got {self.p['theta']}")
-        if float(self.p["par_v"]) < 1:
-            raise ValueError(f"par_v must be >= 1, got {self.p['par_v']}")
         self.model = model
         self.S = int(slots)
         self.mslot = slot_map(model.T, model.slot_start_minute, model.slot_minutes, self.S,
@@ -802,3 +797,32 @@ class ColocSynthesizer:
         if progress:
             progress(users, users, "synthesized")
         return out.reshape(users, n_days, S).astype(np.int32)
+
+
+def city_params(city, train_users: int, params: dict) -> dict:
+    """A contest's training parameters on the built-in city: ``hierarchy="categories"`` is the city's POI
+    categories, and the city's size is the public bound of p''s noise: calibrated on training sets of at
+    least ``train_users - 1`` users (every neighbour of the city by removal)."""
+    params = dict(params)
+    if params.get("hierarchy") == "categories":
+        params["hierarchy"] = [city.region_categories()]
+    params.setdefault("min_users", max(2, train_users - 1))
+    return params
+
+
+register(Method(
+    name=METHOD,
+    title="co-location-aware traces with differential privacy (seed 003, Narita et al.)",
+    training={"eps1": number_check(0, 1e6, open_lo=True), "eps2": number_check(0, 1e6, open_lo=True),
+              "eps3": number_check(0, 1e6, open_lo=True), "c": int_check(1, 10_000), "c_trans": int_check(1, 10_000),
+              "mechanism": choice_check(*MECHANISMS), "hierarchy": choice_check("blocks", "categories"),
+              "successors": int_check(1, 1024), "min_meetings": int_check(1, 10_000),
+              "min_users": int_check(2, 100_000)},
+    options={"theta": with_reason(int_check(0, 100_000), "co-location events planted per set: each takes two "
+                                                          "user-instants, and a 2019-size set has fewer free "
+                                                          "ones; planting loops until it has them"),
+             "par_v": number_check(1, 1e6),
+             "max_rounds": with_reason(int_check(1, 1000), "planting rounds per set; work grows with it")},
+    train=train, synthesizer=ColocSynthesizer, load=ColocModel.load,
+    generator="coloc", generator_version=GENERATOR_VERSION, describe=ColocModel.describe,
+    city_params=city_params, fresh_noise=True))

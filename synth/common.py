@@ -11,11 +11,20 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 
 import numpy as np
 
 from scoring.grid import Grid
 from scoring.traces import Traces
+
+#: ``progress(done, total, message)``: how a long step (training, a set, a round) reports how far it is.
+Progress = Callable[[int, int, str], None]
+
+
+def no_progress(done: int, total: int, message: str) -> None:
+    """The :data:`Progress` of a caller that does not watch."""
+    return None
 
 
 def grid_box(grid: Grid) -> dict:

@@ -34,9 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from scoring.grid import Grid, TimeAxis
+from scoring.io import read_traces
 from scoring.traces import Traces
 from synth import metrics
 from synth.calibrate import OSAKA, attack_scores
+from synth.city import CityModel
+from synth.methods import make_synthesizer, train_model
 
 #: (label, method, training parameters, generation options) compared.
 ENTRIES = (
@@ -65,7 +68,6 @@ def _as_traces(regions: np.ndarray, axis: TimeAxis) -> Traces:
 def data(source: str, *, train_users: int, users: int, axis: TimeAxis, seed: int,
          osaka: Path = OSAKA) -> tuple[Grid, Traces, Traces]:
     """(grid, training traces, held-out real traces of ``users`` x the axis' days)."""
-    from synth.city import CityModel
     n_days = axis.ref_days + axis.org_days
     if source == "city":
         grid = Grid()
@@ -73,7 +75,6 @@ def data(source: str, *, train_users: int, users: int, axis: TimeAxis, seed: int
         train = city.simulate(train_users, n_days, time_axis=axis, seed=seed + 1)
         real = city.simulate(users, n_days, time_axis=axis, seed=seed + 2)
         return grid, train, real
-    from scoring.io import read_traces
     folder = Path(osaka)
     grid = Grid.from_info_region(folder / "info_region.csv")
     ref = read_traces(folder / "reftraces_team001_data01_IDP.csv", grid)
@@ -92,7 +93,6 @@ def run(source: str = "city", *, train_users: int = 500, users: int = 500, ref_d
         seed: int = 0, entries=ENTRIES, with_attacks: bool = True, progress=None) -> list[dict]:
     """One row per entry plus the real data's own row: a second draw of real users against the held-out
     ones (the noise floor of the realism metrics; on Osaka, the training users' reference days)."""
-    from synth.methods import make_synthesizer, train_model
     axis = TimeAxis(ref_days=ref_days, org_days=org_days)
     S = axis.slots_per_day
     grid, train, real = data(source, train_users=train_users, users=users, axis=axis, seed=seed)
@@ -157,9 +157,9 @@ def write_csv(rows: list[dict], path) -> None:
 
 def plot(rows: list[dict], path) -> None:
     """A PNG: realism distances (lower is better) and re-identification of the raw set (I2, I3)."""
-    import matplotlib
+    import matplotlib  # local: matplotlib is a dev-only package (requirements-dev.txt), for the plot alone
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # local: the same optional package, after choosing its Agg backend
     names = [r["name"] for r in rows]
     groups = (("realism (lower = closer to real)", ("tp_tv_top50", "vf_tv")),
               ("TM-EMD (grid units)", ("tm_emd",)),

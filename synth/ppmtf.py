@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -41,8 +40,8 @@ import scipy.stats
 
 from scoring.grid import Grid
 from scoring.traces import Traces
+from synth.common import Progress, grid_of, no_progress
 from synth.common import grid_box as grid_box_of
-from synth.common import grid_of
 
 MODEL_VERSION = "tracecup-ppmtf-1"
 
@@ -52,13 +51,6 @@ RATING_CLIP = 10
 _PIECE = 1024
 #: Cells per padded block (bounds the memory of one gathered feature block).
 _BLOCK_CELLS = 1 << 17
-
-Progress = Callable[[int, int, str], None]
-
-
-def _no_progress(done: int, total: int, message: str) -> None:
-    return None
-
 
 # ---------------------------------------------------------------------------
 # Training tensors
@@ -529,7 +521,7 @@ def train(traces: Traces, nx: int | Grid, ny: int | None = None, *, slots_per_da
     Returns:
         The :class:`PPMTFModel` of the final sweep.
     """
-    progress = progress or _no_progress
+    progress = progress or no_progress
     grid_box = None
     if isinstance(nx, Grid):
         g = nx

@@ -55,6 +55,7 @@ from scipy.optimize import linear_sum_assignment
 from scoring.grid import Grid
 from scoring.traces import Traces
 from synth.common import as_days, grid_box, grid_of, periods_of_slots, read_npz, save_npz, slot_map
+from synth.registry import Method, int_check, number_check, register, with_reason
 
 METHOD = "sglt"
 MODEL_VERSION = "tracecup-sglt-1"
@@ -425,21 +426,14 @@ class SGLTSynthesizer:
             (a random subset per fake, on top of par_c; bounds the Viterbi's W^2 work).
         pd_candidates: alternatives examined per fake for plausible deniability
             (a fake passes when k-1 of them qualify; examining fewer only rejects more).
+
+    The options' types and bounds are the method's schema (registered below), checked once by
+    :func:`synth.methods.make_synthesizer`; the class takes them as given.
     """
 
     def __init__(self, model: SGLTModel, *, slots: int = 20, slot_start_minute: float = 480,
                  slot_step_minutes: float = 30, **params):
-        unknown = set(params) - set(GENERATION_DEFAULTS)
-        if unknown:
-            raise ValueError(f"unknown sglt option(s) {sorted(unknown)}; known: {sorted(GENERATION_DEFAULTS)}")
         self.p = {**GENERATION_DEFAULTS, **params}
-        for key in ("par_c", "par_l", "par_m"):
-            if not 0.0 <= float(self.p[key]) <= 1.0:
-                raise ValueError(f"{key} must be a probability in [0, 1], got {self.p[key]}")
-        if float(self.p["par_v"]) < 1.0:
-            raise ValueError(f"par_v must be >= 1, got {self.p['par_v']}")
-        if int(self.p["k"]) < 1:
-            raise ValueError(f"k must be >= 1, got {self.p['k']}")
         self.model = model
         self.S = int(slots)
         self.mslot = slot_map(model.T, model.slot_start_minute, model.slot_minutes, self.S,
@@ -666,3 +660,24 @@ class SGLTSynthesizer:
 
 class PrivacyTestError(ValueError):
     """The set could not be filled with fakes that pass the privacy test within the draw budget."""
+
+
+register(Method(
+    name=METHOD,
+    title="semantic fake traces with privacy tests (seed 002, Bindschaedler and Shokri)",
+    training={"periods": int_check(1, 48),
+              "clusters": ((lambda v: v == "auto" or int_check(1, 10_000)[0](v)), "an integer in [1, 10000] or auto"),
+              "partners": int_check(1, 10_000),
+              "alt_fraction": number_check(0, 0.9), "eps": number_check(0, 1e6, open_lo=True)},
+    # k, max_tries, width and pd_candidates multiply the work per fake (defaults 2, 10, 16, 50): each is
+    # bounded at 10-25 times its default, so a set takes at most minutes, not the job's whole limit.
+    options={"par_c": number_check(0, 1), "par_l": number_check(0, 1), "par_m": number_check(0, 1),
+             "par_v": number_check(1, 1e6), "par_s": number_check(0, 1), "par_i": number_check(0, 1),
+             "par_d": number_check(0, 1),
+             "k": with_reason(int_check(1, 50), "plausible deniability's k; work per fake grows with it"),
+             "max_tries": with_reason(int_check(1, 100), "draws per fake; work grows with it"),
+             "width": with_reason(int_check(1, 256), "candidates per step; work grows with it"),
+             "pd_candidates": with_reason(int_check(1, 1000), "alternatives examined per fake; work grows "
+                                                             "with it")},
+    train=train, synthesizer=SGLTSynthesizer, load=SGLTModel.load,
+    generator="SGLT", generator_version=GENERATOR_VERSION, describe=SGLTModel.describe))

@@ -17,7 +17,7 @@ Synthesizers (``Contest.synthesizer``, :mod:`synth.methods`):
 ``Contest.synthesizer_params`` (all optional, checked by
 :func:`synth.methods.check_synthesizer_params` against the method's schema):
 ``city_seed``, ``train_users``, ``train_days``, the method's training
-parameters (PPMTF+: ``synth.generate.CONTEST_DEFAULTS``, ``K``, ``sweeps``,
+parameters (PPMTF+: ``synth.ppmtf_plus.CONTEST_DEFAULTS``, ``K``, ``sweeps``,
 and ``lead_minutes``/``tail_minutes``, the model's full day around the
 contest's, defaults set by ``python -m synth calibrate``; sglt and coloc:
 ``synth.methods.SCHEMAS``), ``pool_days``, ``day_split`` (``chronological``:

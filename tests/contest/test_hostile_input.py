@@ -110,8 +110,8 @@ def test_every_generation_option_of_every_method_has_a_check():
     import inspect
 
     from synth import coloc, sglt
-    from synth.generate import Synthesizer
     from synth.methods import SCHEMAS
+    from synth.ppmtf_plus import Synthesizer
     ppmtf = set(inspect.signature(Synthesizer.__init__).parameters) - {
         "self", "model", "slots", "slot_start_minute", "slot_step_minutes"}
     assert set(SCHEMAS["ppmtf"]["options"]) == ppmtf

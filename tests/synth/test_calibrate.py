@@ -2,7 +2,7 @@
 the home model at small size, and the paper's findings on generated data.
 
 One set of 400 users x (2+2) days is generated once with the contest's defaults
-(``synth.generate.CONTEST_DEFAULTS``, :data:`synth.generate.HOME_MINUTES`). At 400 users
+(``synth.ppmtf_plus.CONTEST_DEFAULTS``, :data:`synth.ppmtf_plus.HOME_MINUTES`). At 400 users
 re-identification is easier than at 2000 (fewer candidates), so comparisons with 2019
 use the first 400 users of the Osaka set (measured: I2 0.835, I3 0.728, T3 0.682 there;
 0.870, 0.740, 0.739 here). The former home model (boost inside the contest's first and

@@ -1,5 +1,5 @@
-"""PPMTF+ generation (synth/generate.py): feature draws, kernels, home variant, diversity,
-privacy of training users, contest datasets, attacks on generated data.
+"""PPMTF+ generation (synth/ppmtf_plus.py) and a round's data sets (synth/generate.py): feature draws,
+kernels, home variant, diversity, privacy of training users, contest datasets, attacks on generated data.
 
 A small model is trained once per module on the built-in city (16 x 16 grid, 200 users,
 10 days, K=8, 20 sweeps) over the full day 6:00-18:00 (24 half-hour slots) around the
@@ -16,20 +16,18 @@ import scipy.stats
 
 from scoring.grid import Grid, TimeAxis
 from scoring.traces import AnonymizedTraces, Traces
-from synth.generate import (
+from synth.generate import draw_days, generate_round, generate_set
+from synth.metrics import diversity
+from synth.ppmtf import train
+from synth.ppmtf_plus import (
     DELTA,
     Synthesizer,
     TransitionSupport,
     dense_kernels,
-    draw_days,
     draw_features,
-    generate_round,
-    generate_set,
     transition_weights,
     visit_distributions,
 )
-from synth.metrics import diversity
-from synth.ppmtf import train
 
 GRID = Grid(nx=16, ny=16, hospitals=(3, 40, 200))
 

@@ -9,6 +9,7 @@ import pytest
 from scoring.grid import Grid
 from synth import sglt
 from synth.city import CityModel
+from synth.methods import make_synthesizer
 
 GRID = Grid(nx=12, ny=12, hospitals=())
 
@@ -165,10 +166,16 @@ def test_reproducible_by_seed(model):
 
 
 def test_bad_options_are_clear_errors(model):
-    with pytest.raises(ValueError, match="par_c must be a probability"):
-        sglt.SGLTSynthesizer(model, par_c=1.5)
-    with pytest.raises(ValueError, match="unknown sglt option"):
-        sglt.SGLTSynthesizer(model, theta=3)
+    """The options are checked once, against the method's schema, on the way to the synthesizer."""
+    with pytest.raises(ValueError, match=r"options.par_c = 1.5: expected a number in \[0, 1\]"):
+        make_synthesizer(model, par_c=1.5)
+    with pytest.raises(ValueError, match=r"options.par_v = 0.5: expected a number in \[1, "):
+        make_synthesizer(model, par_v=0.5)
+    with pytest.raises(ValueError, match=r"options.theta = 3: expected an option of the sglt synthesizer \(k, "):
+        make_synthesizer(model, theta=3)
+    with pytest.raises(ValueError, match=r"options.k = 0: expected an integer in \[1, 50\]"):
+        make_synthesizer(model, k=0)
+    assert make_synthesizer(model, par_c=1.0, k=3).options()["k"] == 3
 
 
 def test_kappa_is_chosen_by_the_clustering_objective():
