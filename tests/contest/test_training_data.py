@@ -37,8 +37,11 @@ def _api(username, password="pw"):
 
 
 def _generate(rnd):
+    """The round's jobs as the workers run them: the model's job, then one job per data set."""
     job = jobs.create_job("generate_round", contest=rnd.contest, dispatch=False, round_id=rnd.pk)
     assert jobs.execute(job.pk) == Job.SUCCEEDED, Job.objects.get(pk=job.pk).error
+    for set_job in Job.objects.filter(kind="generate_dataset", args__round_id=rnd.pk, status=Job.QUEUED):
+        assert jobs.execute(set_job.pk) == Job.SUCCEEDED, Job.objects.get(pk=set_job.pk).error
     rnd.refresh_from_db()
 
 
