@@ -739,6 +739,11 @@
       if (form.getAttribute("data-confirm-done")) { return; }
       form.setAttribute("data-confirm-done", "1");
       form.addEventListener("submit", function (e) {
+        // data-confirm-if-changed names a field: ask only when it was changed (e.g. a running phase's
+        // opening, not its deadline)
+        var only = form.getAttribute("data-confirm-if-changed");
+        var field = only ? form.querySelector("[name='" + only + "']") : null;
+        if (field && field.value === field.defaultValue) { return; }
         if (!window.confirm(form.getAttribute("data-confirm"))) { e.preventDefault(); }
       });
     });

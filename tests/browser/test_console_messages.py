@@ -68,10 +68,20 @@ def test_console_messages_are_where_the_organizer_is(console_site, browser, widt
         asked.append(dialog.message)
         dialog.dismiss()
     page.once("dialog", answer)
+    anon_row.locator("input[name$=opens_at]").fill("2099-01-01T00:00")   # the opening moves
     anon_row.locator("form[action$='/schedule/'] button[type=submit]").click()
     page.wait_for_timeout(300)
     assert asked and ("waiting for the phase" in asked[0] if lang == "en" else "待機" in asked[0]), asked
     assert page.url.endswith("/console/cm/")                                # dismissed: nothing sent
+    # only the deadline changes: nothing to ask (teams keep uploading); the answer is in view
+    anon_row.locator("input[name$=opens_at]").evaluate("el => { el.value = el.defaultValue; }")
+    anon_row.locator("input[name$=closes_at]").fill("2099-01-01T00:00")
+    anon_row.locator("form[action$='/schedule/'] button[type=submit]").click()
+    page.wait_for_load_state()
+    assert len(asked) == 1
+    assert _in_view(page, page.locator("ul.messages li").first)
+    anon_row = page.locator("#rounds ~ .card tbody tr").nth(0)
+    attack_row = page.locator("#rounds ~ .card tbody tr").nth(1)
 
     # a refused order (closing before opening) on the attack phase: the refusal is in view
     attack_row.locator("details.schedule summary").click()

@@ -80,8 +80,10 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
         if url.endswith(("attack-matrix/", "plots/")):
             shot(page, f"phone-{url.strip('/').split('/')[-1]}-{lang}")
 
-    # a team's dashboard: the upload history's Final / Choose column on screen
+    # a team's dashboard: every link of the header's menu on screen; the upload history's Final / Choose
+    # column on screen
     _login(page, base, "alice", "alice-demo")
+    assert not _inside(page, page.locator(".site-nav a")), _inside(page, page.locator(".site-nav a"))
     page.goto(f"{base}/c/demo/team/?round=2")
     page.goto(f"{base}/c/demo/team/?round=1")
     final_cells = page.locator("table[id^=history-ds] tbody tr td:last-child")

@@ -59,3 +59,12 @@ def test_award_rules_sample_labels_and_byte_counts_read_in_japanese():
     with translation.override("en"):
         row = issue_rows([{"line": 2, "value": "abc... (1200 characters)", "message": "x"}])[0]
         assert row["value"] == "abc… (1,200 characters)"
+
+
+def test_every_string_the_page_script_shows_comes_from_the_catalog():
+    """Each t("key", "English fallback") of static/js/tracecup.js has its key in js_strings(), so the
+    fallback is never what a Japanese page shows."""
+    from contest.web.common import js_strings
+    script = (ROOT / "static" / "js" / "tracecup.js").read_text(encoding="utf-8")
+    keys = set(re.findall(r'\bt\("([a-z_]+)"', script))
+    assert keys and not keys - set(js_strings()), sorted(keys - set(js_strings()))
