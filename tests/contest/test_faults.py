@@ -105,9 +105,12 @@ def assert_no_duplicate_current_scores() -> None:
 def assert_generation_complete(contest, tmp_path) -> None:
     """The round's data sets are all there, once each, byte for byte what the stored model generates
     (after the per-set jobs the model's job queued have run)."""
-    wait_until(lambda: contest.rounds.filter(generated_at__isnull=False).exists(), "the round's last data set",
-               timeout=240, sweep=True)
-    assert not Job.objects.filter(contest=contest, kind="generate_dataset").exclude(status=Job.SUCCEEDED).exists()
+    # The job that stores the last set marks the round ready, then finishes: wait for both.
+    set_jobs = Job.objects.filter(contest=contest, kind="generate_dataset")
+    wait_until(lambda: contest.rounds.filter(generated_at__isnull=False).exists()
+               and not set_jobs.filter(status__in=(Job.QUEUED, Job.RUNNING)).exists(),
+               "the round's last data set and its job", timeout=240, sweep=True)
+    assert not set_jobs.exclude(status=Job.SUCCEEDED).exists(), list(set_jobs.values_list("pk", "status", "message"))
     rnd = contest.rounds.get()
     n_teams = contest.teams.filter(approved=True).count()
     datasets = Dataset.objects.filter(round=rnd)
