@@ -4,11 +4,27 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, Score, Team
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, ResultsSnapshot, Score, Team
 
 
 def contests() -> QuerySet:
     return Contest.objects.prefetch_related("rounds__phases").order_by("-created_at")
+
+
+def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bool]:
+    """The results ``user`` may see, as the results jobs stored them (pages and API alike): the
+    published snapshot, or for organizers the latest one when it is newer (a preview).
+
+    Returns ``(snapshot, is_preview)``.
+    """
+    published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
+    if permissions.is_organizer(user, contest):
+        latest = contest.snapshots.order_by("-created_at", "-id").first()
+        if latest is not None and (published is None or latest.pk != published.pk):
+            return latest, True
+    if published is not None and bool(permissions.can_view_results(user, contest)):
+        return published, False
+    return None, False
 
 
 def visible_datasets(user, contest: Contest) -> list[tuple[Dataset, bool]]:

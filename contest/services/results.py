@@ -203,13 +203,6 @@ def _payload(contest: Contest, rounds: list[int]):
     return res, data
 
 
-def results_dict(contest: Contest) -> dict:
-    """The live results (every round played so far) as JSON-able data, for organizers."""
-    _res, data = _payload(contest, included_rounds(contest))
-    data["computed_at"] = timezone.now().isoformat()
-    return data
-
-
 def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
              recompute: bool = False) -> ResultsSnapshot:
     """Compute and store the results and their awards (unpublished), over the rounds played up to

@@ -222,21 +222,6 @@ def phase_rows(contest: Contest, now: datetime | None = None) -> list[dict]:
 
 
 # ---------------------------------------------------------------- results
-def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bool]:
-    """The results a viewer may see: the published snapshot, or for organizers the latest (preview).
-
-    Returns ``(snapshot, is_preview)``.
-    """
-    published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
-    if permissions.is_organizer(user, contest):
-        latest = contest.snapshots.order_by("-created_at", "-id").first()
-        if latest is not None and (published is None or latest.pk != published.pk):
-            return latest, True
-    if published is not None and bool(permissions.can_view_results(user, contest)):
-        return published, False
-    return None, False
-
-
 def team_names(contest: Contest) -> dict[int, str]:
     return {t.number: t.name for t in Team.objects.filter(contest=contest)}
 

@@ -26,6 +26,7 @@ from rest_framework.authtoken.models import Token
 
 from contest import permissions
 from contest.models import IDP, TRP, Contest
+from contest.selectors import visible_snapshot
 from contest.services import announcements, results, teams
 from scoring.analyses import correlation
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
@@ -44,7 +45,6 @@ from .common import (
     page,
     phase_rows,
     set_language_cookie,
-    visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
 
