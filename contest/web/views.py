@@ -7,7 +7,6 @@ question goes to ``contest.permissions`` .
 from __future__ import annotations
 
 import functools
-import math
 from datetime import datetime
 
 from django.conf import settings
@@ -28,7 +27,6 @@ from contest import permissions
 from contest.models import IDP, TRP, Contest
 from contest.selectors import visible_snapshot
 from contest.services import announcements, results, teams
-from scoring.analyses import correlation
 from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
 from scoring.vocabulary import AttackKind
 
@@ -448,7 +446,6 @@ def plots(request, slug):
         return _embargo(request, contest, "plots", _("Plots"))
     choice = _round_choice(request, rv, total=False)
     points, table = [], []
-    team_x, team_y = [], []
     for s in rv.sets(choice):
         if not s["valid"]:
             continue
@@ -457,11 +454,9 @@ def plots(request, slug):
         p = {"x": s["s_i_min"], "y": s["s_t_min"], "label": rv.set_label(s), "group": group}
         points.append(p)
         table.append(p)
-        if not s.get("benchmark"):
-            team_x.append(s["s_i_min"])
-            team_y.append(s["s_t_min"])
-    r = correlation(team_x, team_y)
-    r = None if math.isnan(r) else r  # fewer than two sets, or one score constant
+    # R as the results job computed it (results.set_correlations); None: fewer than two sets, or constant
+    stored = (rv.data.get("correlation") or {}).get(str(choice)) or {"r": None, "n_sets": 0}
+    r = stored["r"]
     fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
     # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
@@ -473,7 +468,7 @@ def plots(request, slug):
                    for s in samples]
     fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Privacy scores of the sample anonymizers")}
-    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": len(team_x),
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": stored["n_sets"],
            "table": table, "fig8_table": fig8_points, "round_links": _round_links(rv)}
     return page(request, "web/plots.html", ctx, contest=contest, sub="plots")
 
