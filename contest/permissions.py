@@ -49,6 +49,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.db.models import F, Value
+from django.utils.translation import gettext_noop
 
 from contest.models import (
     AnonymizedSet,
@@ -228,6 +229,34 @@ def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
     return deny("the judge's attack outputs are visible to the organizers only")
 
 
+def can_read_attack_material(user, round_: Round, public_sets) -> Decision:
+    """A round's attack material (every public set's pubtraces with its data set's reference traces,
+    one zip): the organizers, and the contest's teams when they may read every file in it."""
+    contest = round_.contest
+    if is_organizer(user, contest):
+        return ALLOW
+    if team_of(user, contest) is None:
+        return deny(gettext_noop("You are not a member of an approved team of this contest."))
+    for ps in public_sets:
+        for decision in (can_read_public_set(user, ps, "pubtraces"),
+                         can_read_dataset_file(user, ps.dataset, "reference")):
+            if not decision:
+                return decision
+    return ALLOW
+
+
+def can_view_data_map(user, dataset: Dataset) -> Decision:
+    """The population map of a team's original traces and its uploads: that team and the organizers
+    (not the sample sets, which every team may read: the map is of one's own data)."""
+    decision = can_read_dataset_file(user, dataset, "original")
+    if not decision:
+        return decision
+    if dataset.kind == Dataset.TEAM and (is_organizer(user, dataset.round.contest)
+                                         or is_member(user, dataset.team)):
+        return ALLOW
+    return deny(gettext_noop("The map shows a team's own data only."))
+
+
 def can_read_round_file(user, round_: Round, which: str) -> Decision:
     """A round's ``info_region`` / ``info_time`` (the grid and the clock): its contest's teams and organizers.
 
@@ -377,10 +406,27 @@ def can_retry_job(user, job) -> Decision:
     return deny("organizers only")
 
 
+def can_see_job(user, job) -> Decision:
+    """A job's kind, status and progress: whoever started it, the contest's organizers (a job of no
+    contest: superusers), and the members of the team of the member who started it."""
+    if not _authenticated(user):
+        return deny("log in first")
+    if job.created_by_id == user.pk:
+        return ALLOW
+    if job.contest_id is None:
+        return ALLOW if user.is_superuser else deny("this job belongs to the site's operators")
+    if is_organizer(user, job.contest):
+        return ALLOW
+    team = team_of(user, job.contest)
+    if team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists():
+        return ALLOW
+    return deny("this job belongs to another team")
+
+
 def can_view_job_internals(user, job) -> Decision:
     """A job's traceback and failure text (server paths, file names, ids) are for the organizers.
 
-    A team member who may see the job at all (``selectors.visible_job``) sees
+    A team member who may see the job at all (:func:`can_see_job`) sees
     its kind, status and progress, and a failure only as "failed".
     """
     if job.contest_id is not None:

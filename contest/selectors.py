@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, ResultsSnapshot, Score, Team
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, PublicSet, ResultsSnapshot, Score, Team
 
 
 def contests() -> QuerySet:
@@ -72,17 +72,3 @@ def team_scores(team: Team) -> dict:
                         .select_related("dataset")),
         "attacks": list(Score.objects.filter(attack__attacker=team, current=True).select_related("dataset")),
     }
-
-
-def visible_job(user, job: Job) -> bool:
-    """Organizers see the contest's jobs; a team member sees the jobs its team's members started."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    if job.created_by_id == user.pk:
-        return True
-    if job.contest_id is None:
-        return user.is_superuser
-    if permissions.is_organizer(user, job.contest):
-        return True
-    team = permissions.team_of(user, job.contest)
-    return bool(team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists())

@@ -314,8 +314,7 @@ class JobDetail(APIView):
     @extend_schema(responses=S.JobSerializer)
     def get(self, request, pk):
         job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
-        if not selectors.visible_job(request.user, job):
-            raise PermissionDenied("this job belongs to another team")
+        _require(permissions.can_see_job(request.user, job), request.user)
         return Response(job_data(job, request.user))
 
 

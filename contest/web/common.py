@@ -145,9 +145,10 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
 
 
 def require(decision) -> None:
-    """Raise 403 with the core's reason when ``decision`` (a ``contest.permissions`` answer) denies."""
+    """Raise 403 with the core's reason when ``decision`` (a ``contest.permissions`` answer) denies, in
+    the page language where the catalog has the reason (``gettext_noop`` in ``contest.permissions``)."""
     if not decision:
-        raise PermissionDenied(getattr(decision, "reason", "") or "not allowed")
+        raise PermissionDenied(_(getattr(decision, "reason", "") or "not allowed"))
 
 
 def require_organizer(user, contest: Contest) -> None:
