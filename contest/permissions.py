@@ -121,6 +121,13 @@ def is_organizer(user, contest: Contest) -> bool:
     return _recall(("organizer", user.pk, contest.pk), lambda: contest.organizers.filter(pk=user.pk).exists())
 
 
+def is_any_organizer(user) -> bool:
+    """A superuser, or an organizer of some contest (the console link, creating contests)."""
+    if not _authenticated(user):
+        return False
+    return user.is_superuser or Contest.objects.filter(organizers=user).exists()
+
+
 def team_of(user, contest: Contest) -> Team | None:
     """The user's (approved) team in ``contest``, or None."""
     if not _authenticated(user):
@@ -210,6 +217,14 @@ def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
     return deny("an anonymized upload is visible to its team and the organizers only")
 
 
+def readable_anonymized_sets(user, contest: Contest, queryset):
+    """:func:`can_read_anonymized_set` as a filter of ``queryset`` (anonymized sets of ``contest``)."""
+    if is_organizer(user, contest):
+        return queryset
+    team = team_of(user, contest)
+    return queryset.filter(team=team) if team else queryset.none()
+
+
 def can_read_preview(user, aset: AnonymizedSet) -> Decision:
     """The privacy preview of an upload (summary, per-user risk CSV, leak map): its team and the organizers."""
     if can_read_anonymized_set(user, aset):
@@ -221,6 +236,14 @@ def can_read_attack(user, attack: Attack) -> Decision:
     if is_organizer(user, attack.attacker.contest) or is_member(user, attack.attacker):
         return ALLOW
     return deny("an attack upload is visible to its team and the organizers only")
+
+
+def readable_attacks(user, contest: Contest, queryset):
+    """:func:`can_read_attack` as a filter of ``queryset`` (attack uploads of ``contest``)."""
+    if is_organizer(user, contest):
+        return queryset
+    team = team_of(user, contest)
+    return queryset.filter(attacker=team) if team else queryset.none()
 
 
 def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
@@ -376,7 +399,7 @@ def can_create_contest(user) -> Decision:
     """Staff, superusers and anyone who already organizes a contest may create one."""
     if not _authenticated(user):
         return deny("log in first")
-    if user.is_staff or user.is_superuser or Contest.objects.filter(organizers=user).exists():
+    if user.is_staff or is_any_organizer(user):
         return ALLOW
     return deny("only staff and contest organizers may create contests")
 

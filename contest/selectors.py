@@ -50,19 +50,13 @@ def attack_targets(team: Team) -> list[PublicSet]:
 
 
 def anonymized_sets_for(user, contest: Contest) -> QuerySet:
-    qs = AnonymizedSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round", "file")
-    if permissions.is_organizer(user, contest):
-        return qs
-    team = permissions.team_of(user, contest)
-    return qs.filter(team=team) if team else qs.none()
+    return permissions.readable_anonymized_sets(user, contest, AnonymizedSet.objects.filter(
+        dataset__round__contest=contest).select_related("dataset__round", "file"))
 
 
 def attacks_for(user, contest: Contest) -> QuerySet:
-    qs = Attack.objects.filter(attacker__contest=contest).select_related("attacker", "target__dataset", "file")
-    if permissions.is_organizer(user, contest):
-        return qs
-    team = permissions.team_of(user, contest)
-    return qs.filter(attacker=team) if team else qs.none()
+    return permissions.readable_attacks(user, contest, Attack.objects.filter(
+        attacker__contest=contest).select_related("attacker", "target__dataset", "file"))
 
 
 def team_scores(team: Team) -> dict:

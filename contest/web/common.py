@@ -124,7 +124,7 @@ def frame_context(request, contest: Contest | None = None, *, nav: str | None = 
     ctx = {"nav": nav, "sub": sub, "js_strings": js_strings()}
     if user.is_authenticated:
         ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
-        ctx["is_any_organizer"] = is_any_organizer(user)
+        ctx["is_any_organizer"] = permissions.is_any_organizer(user)
     else:
         ctx["my_teams"] = []
         ctx["is_any_organizer"] = False
@@ -153,13 +153,6 @@ def require(decision) -> None:
 
 def require_organizer(user, contest: Contest) -> None:
     require(permissions.can_manage_contest(user, contest))
-
-
-def is_any_organizer(user) -> bool:
-    """Whether the header shows the console link: a superuser, or an organizer of some contest."""
-    if not (user.is_authenticated and user.is_active):
-        return False
-    return user.is_superuser or Contest.objects.filter(organizers=user).exists()
 
 
 def get_contest(slug: str) -> Contest:

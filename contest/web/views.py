@@ -38,7 +38,6 @@ from .common import (
     csv_download,
     get_contest,
     heat_style,
-    is_any_organizer,
     js_strings,
     page,
     phase_rows,
@@ -486,7 +485,7 @@ class LoginView(auth_views.LoginView):
         else on the page for joining a team.
         """
         user = self.request.user
-        if is_any_organizer(user) or permissions.can_create_contest(user):
+        if permissions.is_any_organizer(user) or permissions.can_create_contest(user):
             return reverse("web:console")
         membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
         if membership is not None:
