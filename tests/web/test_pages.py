@@ -252,6 +252,24 @@ def _console_form(**fields) -> dict:
     return {**form, **fields}
 
 
+def test_console_says_why_a_contest_cannot_be_created(db, client_for, monkeypatch):
+    """A contest the setup service refuses is not created, and the page shows the service's reason,
+    not only "could not be created". The form checks what it can first, so the refusal here is the
+    race it cannot see: another organizer took the slug between the form's check and the creation
+    (the form's own uniqueness check is switched off to stand for that moment)."""
+    from django.contrib.auth import get_user_model
+
+    from contest.web.forms import ContestForm
+    get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
+    boss = client_for("boss")
+    form = _console_form(**{"c-name": "Cup", "c-slug": "cup", "c-synthesizer": "city"})
+    assert boss.post("/console/", form).status_code == 302
+    monkeypatch.setattr(ContestForm, "validate_unique", lambda self: None)
+    r = boss.post("/console/", {**form, "c-name": "Second Cup"})
+    assert r.status_code == 200 and not Contest.objects.filter(name="Second Cup").exists()
+    assert "The contest could not be created: contest: a contest with slug &#x27;cup&#x27; already exists" in _html(r)
+
+
 def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capture_on_commit_callbacks):
     from django.contrib.auth import get_user_model
     get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
