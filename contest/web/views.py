@@ -27,7 +27,14 @@ from contest import permissions
 from contest.models import IDP, TRP, Contest
 from contest.selectors import visible_snapshot
 from contest.services import announcements, results, teams
-from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
+from scoring.results import (
+    DECIDED_BY_SCORE,
+    DECIDED_BY_SOLE,
+    LEADERBOARD_TOTAL,
+    TIE_EARLIER_FINAL_SUBMISSION,
+    TIE_TEAM_ID,
+    leaderboard_name,
+)
 from scoring.vocabulary import AttackKind
 
 from .common import (
@@ -262,7 +269,7 @@ def _is_own(request, contest, team_number) -> bool:
 
 
 def _tie_break_text(contest) -> str:
-    if contest.tie_break == "team-id":
+    if contest.tie_break == TIE_TEAM_ID:
         return _("Equal values (to 12 decimals) are separated by the lower team number.")
     return _("Equal values (to 12 decimals) are separated by the earlier final submission; "
              "if that cannot separate them, the lower team number wins.")
@@ -405,9 +412,9 @@ def awards(request, slug):
     rv, preview = _results(request, contest)
     if rv is None:
         return _embargo(request, contest, "awards", _("Awards"))
-    decided = {"score": _("by score"), "sole-candidate": _("sole eligible team"),
-               "earlier-final-submission": _("tie broken by the earlier final submission"),
-               "team-id": _("tie broken by the lower team number")}
+    decided = {DECIDED_BY_SCORE: _("by score"), DECIDED_BY_SOLE: _("sole eligible team"),
+               TIE_EARLIER_FINAL_SUBMISSION: _("tie broken by the earlier final submission"),
+               TIE_TEAM_ID: _("tie broken by the lower team number")}
     items = []
     stability = (rv.data.get("uncertainty") or {}).get("awards") or {}
     for a in rv.data.get("awards", []):
