@@ -181,6 +181,12 @@ class Contest(models.Model):
     def tz(self):
         return zoneinfo.ZoneInfo(self.time_zone)
 
+    def local_text(self, dt, *, seconds: bool = False) -> str:
+        """``dt`` (aware) as people of the contest read it: ``2019-11-20 17:00 JST`` in the contest's
+        zone (``seconds``: ``17:00:05 JST``). The one format of a contest time in messages and pages
+        built in Python; templates write the same with ``{% timezone %}`` and ``date:"Y-m-d H:i T"``."""
+        return dt.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S %Z" if seconds else "%Y-%m-%d %H:%M %Z")
+
     @property
     def n_teams(self) -> int:
         return self.teams.count()

@@ -287,7 +287,7 @@ def check_publishable(contest: Contest, through_round: int | None) -> None:
         hint = (f"close it first, or publish through {names[earlier[-1]]} (round {earlier[-1]}) only"
                 if earlier else "close it first")
         raise PublishError(f"the attack phase of {phase.round.name} has not closed (it closes "
-                           f"{phase.local(phase.closes_at):%Y-%m-%d %H:%M %Z}): its attacks are not all counted "
+                           f"{contest.local_text(phase.closes_at)}): its attacks are not all counted "
                            f"yet; {hint}")
 
 

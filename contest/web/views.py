@@ -194,7 +194,7 @@ def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
             "name": rv.names.get(t, ""),
             "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
             "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
-            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest.tz),
+            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest),
             "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
             "is_own": _is_own(request, contest, t),
         })
@@ -235,7 +235,7 @@ def leaderboard(request, slug):
                                   "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
                                   "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
                                   "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
-                                  "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest.tz),
+                                  "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest),
                                   "is_own": _is_own(request, contest, t)})
                 tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
                                "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
@@ -253,12 +253,12 @@ def leaderboard(request, slug):
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
 
-def _local(iso: str | None, tz) -> str | None:
+def _local(iso: str | None, contest) -> str | None:
     """An ISO 8601 time from a results snapshot, as text in the contest's zone (None stays None)."""
     if not iso:
         return None
     try:
-        return datetime.fromisoformat(iso).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
+        return contest.local_text(datetime.fromisoformat(iso), seconds=True)
     except ValueError:
         return iso
 
@@ -432,7 +432,7 @@ def awards(request, slug):
         title, rule = award_title(name)
         standings.append({"title": title, "rule": rule, "rows": [
             {"position": r["position"], "team": rv.team_label(r["team"]), "value": r["value"],
-             "final_local": _local(r.get("final_submission_at"), contest.tz)} for r in rows]})
+             "final_local": _local(r.get("final_submission_at"), contest)} for r in rows]})
     ctx = {"rv": rv, "preview": preview, "items": items, "standings": standings,
            "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest),
            "weighting": weighting_text(rv)}
