@@ -16,6 +16,8 @@ from django.utils import timezone
 
 from scoring.algorithms.registry import judge_defaults
 from scoring.grid import DEFAULT_HOSPITALS, Grid, TimeAxis
+from scoring.results import TIE_EARLIER_FINAL_SUBMISSION, TIE_TEAM_ID, VARIANT_2019, VARIANT_PAPER
+from scoring.scores import MEAN_DISTANCE, MEAN_LOSS
 from scoring.vocabulary import AttackKind, Challenge, ScoreKind
 
 User = settings.AUTH_USER_MODEL
@@ -112,9 +114,10 @@ class StoredFile(models.Model):
 class Contest(models.Model):
     """A contest and all its parameters (SPEC section 12; defaults = 2019 final round)."""
 
-    CONVENTIONS = (("mean-distance", "mean distance (paper)"), ("mean-loss", "mean loss (2019 program)"))
-    AWARD_VARIANTS = (("2019-v1.4", "2019 rule v1.4"), ("paper", "paper's simpler variant"))
-    TIE_BREAKS = (("earlier-final-submission", "earlier final submission wins"), ("team-id", "lower team number wins"))
+    # the names are the judge's (scoring.scores, scoring.results); the labels are the site's
+    CONVENTIONS = ((MEAN_DISTANCE, "mean distance (paper)"), (MEAN_LOSS, "mean loss (2019 program)"))
+    AWARD_VARIANTS = ((VARIANT_2019, "2019 rule v1.4"), (VARIANT_PAPER, "paper's simpler variant"))
+    TIE_BREAKS = ((TIE_EARLIER_FINAL_SUBMISSION, "earlier final submission wins"), (TIE_TEAM_ID, "lower team number wins"))
 
     slug = models.SlugField(unique=True)
     name = models.CharField(max_length=200)
@@ -140,7 +143,7 @@ class Contest(models.Model):
     lambda_u = models.FloatField(default=2.0, help_text="km")
     lambda_t = models.FloatField(default=2.0, help_text="km")
     s_req = models.FloatField(default=0.7)
-    utility_convention = models.CharField(max_length=20, choices=CONVENTIONS, default="mean-distance")
+    utility_convention = models.CharField(max_length=20, choices=CONVENTIONS, default=MEAN_DISTANCE)
     # rules (SPEC 8)
     anonymized_upload_limit = models.PositiveIntegerField(default=10, help_text="per challenge per round")
     etable_limit = models.PositiveIntegerField(default=2, help_text="per (attacker, target set)")
@@ -155,8 +158,8 @@ class Contest(models.Model):
                    ("sample_2019", "2019 sampling (10% of events, at most 10 regions of a generalized set)"))
     judge_attack_mode = models.CharField(max_length=12, choices=JUDGE_MODES, default="exact")
     time_zone = models.CharField(max_length=64, default="Asia/Tokyo")
-    award_variant = models.CharField(max_length=10, choices=AWARD_VARIANTS, default="2019-v1.4")
-    tie_break = models.CharField(max_length=40, choices=TIE_BREAKS, default="earlier-final-submission")
+    award_variant = models.CharField(max_length=10, choices=AWARD_VARIANTS, default=VARIANT_2019)
+    tie_break = models.CharField(max_length=40, choices=TIE_BREAKS, default=TIE_EARLIER_FINAL_SUBMISSION)
     # data generation (SPEC 11)
     synthesizer = models.CharField(max_length=40, default="ppmtf")
     synthesizer_params = models.JSONField(default=dict, blank=True)
@@ -177,6 +180,12 @@ class Contest(models.Model):
     @property
     def tz(self):
         return zoneinfo.ZoneInfo(self.time_zone)
+
+    def local_text(self, dt, *, seconds: bool = False) -> str:
+        """``dt`` (aware) as people of the contest read it: ``2019-11-20 17:00 JST`` in the contest's
+        zone (``seconds``: ``17:00:05 JST``). The one format of a contest time in messages and pages
+        built in Python; templates write the same with ``{% timezone %}`` and ``date:"Y-m-d H:i T"``."""
+        return dt.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S %Z" if seconds else "%Y-%m-%d %H:%M %Z")
 
     @property
     def n_teams(self) -> int:

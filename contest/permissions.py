@@ -43,9 +43,13 @@ sets of other teams and the benchmark.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import F, Value
+from django.utils.translation import gettext_noop
 
 from contest.models import (
     AnonymizedSet,
@@ -81,6 +85,30 @@ def deny(reason: str) -> Decision:
 
 
 # ----- roles ------------------------------------------------------------------
+# Within one decision that weighs several objects (:func:`can_read_file`: every object referring to a
+# file), each role is looked up once: the answers are remembered for that call only, never across
+# calls, so a change of membership or phase is seen by the next decision.
+_remembered: ContextVar[dict | None] = ContextVar("permissions_remembered", default=None)
+
+
+@contextmanager
+def _one_decision():
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
+def _recall(key: tuple, look_up: Callable):
+    memo = _remembered.get()
+    if memo is None:
+        return look_up()
+    if key not in memo:
+        memo[key] = look_up()
+    return memo[key]
+
+
 def _authenticated(user) -> bool:
     return user is not None and getattr(user, "is_authenticated", False) and user.is_active
 
@@ -90,26 +118,38 @@ def is_organizer(user, contest: Contest) -> bool:
         return False
     if user.is_superuser:
         return True
-    return contest.organizers.filter(pk=user.pk).exists()
+    return _recall(("organizer", user.pk, contest.pk), lambda: contest.organizers.filter(pk=user.pk).exists())
+
+
+def is_any_organizer(user) -> bool:
+    """A superuser, or an organizer of some contest (the console link, creating contests)."""
+    if not _authenticated(user):
+        return False
+    return user.is_superuser or Contest.objects.filter(organizers=user).exists()
 
 
 def team_of(user, contest: Contest) -> Team | None:
     """The user's (approved) team in ``contest``, or None."""
     if not _authenticated(user):
         return None
-    m = (Membership.objects.select_related("team")
-         .filter(user=user, team__contest=contest, team__approved=True).first())
-    return m.team if m else None
+
+    def look_up():
+        m = (Membership.objects.select_related("team")
+             .filter(user=user, team__contest=contest, team__approved=True).first())
+        return m.team if m else None
+    return _recall(("team", user.pk, contest.pk), look_up)
 
 
 def is_member(user, team: Team | None) -> bool:
     return (team is not None and _authenticated(user) and team.approved
-            and Membership.objects.filter(user=user, team=team).exists())
+            and _recall(("member", user.pk, team.pk),
+                        lambda: Membership.objects.filter(user=user, team=team).exists()))
 
 
 def anonymization_closed(round_) -> bool:
     """True once the judge processed the close of the round's anonymization phase."""
-    return Phase.objects.filter(round=round_, kind=Phase.ANONYMIZATION, closed_at__isnull=False).exists()
+    return _recall(("closed", round_.pk), lambda: Phase.objects.filter(
+        round=round_, kind=Phase.ANONYMIZATION, closed_at__isnull=False).exists())
 
 
 # ----- reading files ---------------------------------------------------------------
@@ -177,6 +217,14 @@ def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
     return deny("an anonymized upload is visible to its team and the organizers only")
 
 
+def readable_anonymized_sets(user, contest: Contest, queryset):
+    """:func:`can_read_anonymized_set` as a filter of ``queryset`` (anonymized sets of ``contest``)."""
+    if is_organizer(user, contest):
+        return queryset
+    team = team_of(user, contest)
+    return queryset.filter(team=team) if team else queryset.none()
+
+
 def can_read_preview(user, aset: AnonymizedSet) -> Decision:
     """The privacy preview of an upload (summary, per-user risk CSV, leak map): its team and the organizers."""
     if can_read_anonymized_set(user, aset):
@@ -190,10 +238,46 @@ def can_read_attack(user, attack: Attack) -> Decision:
     return deny("an attack upload is visible to its team and the organizers only")
 
 
+def readable_attacks(user, contest: Contest, queryset):
+    """:func:`can_read_attack` as a filter of ``queryset`` (attack uploads of ``contest``)."""
+    if is_organizer(user, contest):
+        return queryset
+    team = team_of(user, contest)
+    return queryset.filter(attacker=team) if team else queryset.none()
+
+
 def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
     if is_organizer(user, result.public_set.dataset.round.contest):
         return ALLOW
     return deny("the judge's attack outputs are visible to the organizers only")
+
+
+def can_read_attack_material(user, round_: Round, public_sets) -> Decision:
+    """A round's attack material (every public set's pubtraces with its data set's reference traces,
+    one zip): the organizers, and the contest's teams when they may read every file in it."""
+    contest = round_.contest
+    if is_organizer(user, contest):
+        return ALLOW
+    if team_of(user, contest) is None:
+        return deny(gettext_noop("You are not a member of an approved team of this contest."))
+    for ps in public_sets:
+        for decision in (can_read_public_set(user, ps, "pubtraces"),
+                         can_read_dataset_file(user, ps.dataset, "reference")):
+            if not decision:
+                return decision
+    return ALLOW
+
+
+def can_view_data_map(user, dataset: Dataset) -> Decision:
+    """The population map of a team's original traces and its uploads: that team and the organizers
+    (not the sample sets, which every team may read: the map is of one's own data)."""
+    decision = can_read_dataset_file(user, dataset, "original")
+    if not decision:
+        return decision
+    if dataset.kind == Dataset.TEAM and (is_organizer(user, dataset.round.contest)
+                                         or is_member(user, dataset.team)):
+        return ALLOW
+    return deny(gettext_noop("The map shows a team's own data only."))
 
 
 def can_read_round_file(user, round_: Round, which: str) -> Decision:
@@ -216,42 +300,66 @@ def can_read_round_file(user, round_: Round, which: str) -> Decision:
     return deny("only the contest's teams can download data")
 
 
+# What may refer to a stored file: (name: "<kind>-<which file>", model, its foreign key to the file).
+_FILE_REFERENCES = (
+    ("round-info_region", Round, "info_region_id"),
+    ("round-info_time", Round, "info_time_id"),
+    ("round-model", Round, "model_file_id"),
+    ("round-training", Round, "training_data_id"),
+    ("dataset-reference", Dataset, "reference_id"),
+    ("dataset-original", Dataset, "original_id"),
+    ("publicset-pubtraces", PublicSet, "pubtraces_id"),
+    ("publicset-ptable", PublicSet, "ptable_id"),
+    ("anonymizedset", AnonymizedSet, "file_id"),
+    ("preview", PrivacyPreview, "per_user_id"),
+    ("attack", Attack, "file_id"),
+    ("judgeattack", JudgeAttackResult, "output_id"),
+)
+# the related rows each rule reads, fetched with the referring object
+_RELATED = {Round: ("contest",), Dataset: ("round__contest", "team"), PublicSet: ("dataset__round__contest",),
+            AnonymizedSet: ("dataset__round__contest", "team"),
+            PrivacyPreview: ("anonymized_set__dataset__round__contest", "anonymized_set__team"),
+            Attack: ("attacker__contest",), JudgeAttackResult: ("public_set__dataset__round__contest",)}
+
+
+def _file_decision(user, name: str, obj) -> Decision:
+    kind, _, which = name.partition("-")
+    if kind == "round":
+        return can_read_round_file(user, obj, which)
+    if kind == "dataset":
+        return can_read_dataset_file(user, obj, which)
+    if kind == "publicset":
+        return can_read_public_set(user, obj, which)
+    if kind == "anonymizedset":
+        return can_read_anonymized_set(user, obj)
+    if kind == "preview":
+        return can_read_preview(user, obj.anonymized_set)
+    if kind == "attack":
+        return can_read_attack(user, obj)
+    return can_read_judge_attack(user, obj)
+
+
 def can_read_file(user, stored_file) -> Decision:
-    """Any stored file, by what refers to it (the most permissive reference wins)."""
-    fid = stored_file.pk
-    for r in Round.objects.filter(Q(info_region_id=fid) | Q(info_time_id=fid) | Q(model_file_id=fid)
-                                  | Q(training_data_id=fid)).select_related("contest"):
-        which = ("info_region" if r.info_region_id == fid else "info_time" if r.info_time_id == fid
-                 else "model" if r.model_file_id == fid else "training")
-        if can_read_round_file(user, r, which):
-            return ALLOW
-    for ds in Dataset.objects.filter(reference_id=fid).select_related("round__contest"):
-        if can_read_dataset_file(user, ds, "reference"):
-            return ALLOW
-    for ds in Dataset.objects.filter(original_id=fid).select_related("round__contest"):
-        if can_read_dataset_file(user, ds, "original"):
-            return ALLOW
-    for ps in PublicSet.objects.filter(pubtraces_id=fid):
-        if can_read_public_set(user, ps, "pubtraces"):
-            return ALLOW
-    for ps in PublicSet.objects.filter(ptable_id=fid):
-        if can_read_public_set(user, ps, "ptable"):
-            return ALLOW
-    for a in AnonymizedSet.objects.filter(file_id=fid):
-        if can_read_anonymized_set(user, a):
-            return ALLOW
-    for p in PrivacyPreview.objects.filter(per_user_id=fid).select_related("anonymized_set__dataset__round__contest",
-                                                                         "anonymized_set__team"):
-        if can_read_preview(user, p.anonymized_set):
-            return ALLOW
-    for a in Attack.objects.filter(file_id=fid):
-        if can_read_attack(user, a):
-            return ALLOW
-    for r in JudgeAttackResult.objects.filter(output_id=fid):
-        if can_read_judge_attack(user, r):
-            return ALLOW
-    if getattr(user, "is_superuser", False) and user.is_active:
+    """Any stored file, by what refers to it (the most permissive reference wins).
+
+    A bounded number of queries, whatever the file: one finds every reference (a UNION over the
+    referring tables), one per kind of referring object fetches them with what their rules read,
+    and each role (organizer, team, membership, phase closed) is looked up once for the call.
+    """
+    if _authenticated(user) and user.is_superuser:
         return ALLOW
+    fid = stored_file.pk
+    found = [model.objects.filter(**{field: fid}).annotate(ref=Value(name), ref_pk=F("pk"))
+             .order_by().values_list("ref", "ref_pk") for name, model, field in _FILE_REFERENCES]
+    refs = list(found[0].union(*found[1:], all=True))
+    models = {name: model for name, model, _ in _FILE_REFERENCES}
+    with _one_decision():
+        for model in dict.fromkeys(models[name] for name, _ in refs):
+            objs = model.objects.select_related(*_RELATED[model]).in_bulk(
+                [pk for name, pk in refs if models[name] is model])
+            for name, pk in refs:
+                if models[name] is model and _file_decision(user, name, objs[pk]):
+                    return ALLOW
     return deny("you may not read this file")
 
 
@@ -291,7 +399,7 @@ def can_create_contest(user) -> Decision:
     """Staff, superusers and anyone who already organizes a contest may create one."""
     if not _authenticated(user):
         return deny("log in first")
-    if user.is_staff or user.is_superuser or Contest.objects.filter(organizers=user).exists():
+    if user.is_staff or is_any_organizer(user):
         return ALLOW
     return deny("only staff and contest organizers may create contests")
 
@@ -321,10 +429,27 @@ def can_retry_job(user, job) -> Decision:
     return deny("organizers only")
 
 
+def can_see_job(user, job) -> Decision:
+    """A job's kind, status and progress: whoever started it, the contest's organizers (a job of no
+    contest: superusers), and the members of the team of the member who started it."""
+    if not _authenticated(user):
+        return deny("log in first")
+    if job.created_by_id == user.pk:
+        return ALLOW
+    if job.contest_id is None:
+        return ALLOW if user.is_superuser else deny("this job belongs to the site's operators")
+    if is_organizer(user, job.contest):
+        return ALLOW
+    team = team_of(user, job.contest)
+    if team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists():
+        return ALLOW
+    return deny("this job belongs to another team")
+
+
 def can_view_job_internals(user, job) -> Decision:
     """A job's traceback and failure text (server paths, file names, ids) are for the organizers.
 
-    A team member who may see the job at all (``selectors.visible_job``) sees
+    A team member who may see the job at all (:func:`can_see_job`) sees
     its kind, status and progress, and a failure only as "failed".
     """
     if job.contest_id is not None:

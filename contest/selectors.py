@@ -4,11 +4,27 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, Score, Team
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, PublicSet, ResultsSnapshot, Score, Team
 
 
 def contests() -> QuerySet:
     return Contest.objects.prefetch_related("rounds__phases").order_by("-created_at")
+
+
+def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bool]:
+    """The results ``user`` may see, as the results jobs stored them (pages and API alike): the
+    published snapshot, or for organizers the latest one when it is newer (a preview).
+
+    Returns ``(snapshot, is_preview)``.
+    """
+    published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
+    if permissions.is_organizer(user, contest):
+        latest = contest.snapshots.order_by("-created_at", "-id").first()
+        if latest is not None and (published is None or latest.pk != published.pk):
+            return latest, True
+    if published is not None and bool(permissions.can_view_results(user, contest)):
+        return published, False
+    return None, False
 
 
 def visible_datasets(user, contest: Contest) -> list[tuple[Dataset, bool]]:
@@ -34,19 +50,13 @@ def attack_targets(team: Team) -> list[PublicSet]:
 
 
 def anonymized_sets_for(user, contest: Contest) -> QuerySet:
-    qs = AnonymizedSet.objects.filter(dataset__round__contest=contest).select_related("dataset__round", "file")
-    if permissions.is_organizer(user, contest):
-        return qs
-    team = permissions.team_of(user, contest)
-    return qs.filter(team=team) if team else qs.none()
+    return permissions.readable_anonymized_sets(user, contest, AnonymizedSet.objects.filter(
+        dataset__round__contest=contest).select_related("dataset__round", "file"))
 
 
 def attacks_for(user, contest: Contest) -> QuerySet:
-    qs = Attack.objects.filter(attacker__contest=contest).select_related("attacker", "target__dataset", "file")
-    if permissions.is_organizer(user, contest):
-        return qs
-    team = permissions.team_of(user, contest)
-    return qs.filter(attacker=team) if team else qs.none()
+    return permissions.readable_attacks(user, contest, Attack.objects.filter(
+        attacker__contest=contest).select_related("attacker", "target__dataset", "file"))
 
 
 def team_scores(team: Team) -> dict:
@@ -56,17 +66,3 @@ def team_scores(team: Team) -> dict:
                         .select_related("dataset")),
         "attacks": list(Score.objects.filter(attack__attacker=team, current=True).select_related("dataset")),
     }
-
-
-def visible_job(user, job: Job) -> bool:
-    """Organizers see the contest's jobs; a team member sees the jobs its team's members started."""
-    if not getattr(user, "is_authenticated", False):
-        return False
-    if job.created_by_id == user.pk:
-        return True
-    if job.contest_id is None:
-        return user.is_superuser
-    if permissions.is_organizer(user, job.contest):
-        return True
-    team = permissions.team_of(user, job.contest)
-    return bool(team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists())

@@ -170,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("utility", help="utility score s_U of anonymized traces")
     p.add_argument("truth", metavar="TRUTH", help="original traces (user_id,time_id,reg_id)")
     p.add_argument("anonymized", metavar="ANONYMIZED", help="anonymized traces (reg_id)")
-    p.add_argument("--convention", choices=scores.CONVENTIONS, default="mean-distance",
+    p.add_argument("--convention", choices=scores.CONVENTIONS, default=scores.MEAN_DISTANCE,
                    help="utility of a generalized set (default: mean-distance, the paper's)")
     p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
     add_grid_argument(p)
@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="info_time.csv of the round: the clock of the 8:00-8:59 attacks (default: 2019's)")
     p.add_argument("--per-user", metavar="OUT_CSV", default=None,
                    help="write the per-user risk table (who is re-identified, by which attack)")
-    p.add_argument("--convention", choices=scores.CONVENTIONS, default="mean-distance",
+    p.add_argument("--convention", choices=scores.CONVENTIONS, default=scores.MEAN_DISTANCE,
                    help="utility of a generalized set (default: mean-distance)")
     p.add_argument("--s-req", type=float, default=0.7, help="utility a valid set needs (default 0.7)")
     p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")

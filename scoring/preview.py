@@ -175,7 +175,7 @@ class Preview:
 
 def preview(grid: Grid, reference: Traces, original: Traces, anonymized: AnonymizedTraces, *, seed: int,
             attacks: list[str] | None = None, axis: TimeAxis | None = None,
-            convention: str = "mean-distance", lambda_u: float = 2.0, s_req: float = 0.7,
+            convention: str = scores.MEAN_DISTANCE, lambda_u: float = 2.0, s_req: float = 0.7,
             lambda_t: float = 2.0, hospital_weight: float = 10.0,
             pseudonymized: Pseudonymized | None = None, seeds: dict[str, int] | None = None,
             params: dict[str, dict] | None = None) -> Preview:

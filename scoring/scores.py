@@ -18,7 +18,10 @@ import numpy as np
 from .traces import AnonymizedTraces, SetTable, Traces
 from .vocabulary import AttackKind
 
-CONVENTIONS = ("mean-distance", "mean-loss")
+#: utility conventions of a generalized set (see :func:`set_pair_utility`)
+MEAN_DISTANCE = "mean-distance"  # the paper's
+MEAN_LOSS = "mean-loss"  # the 2019 program's
+CONVENTIONS = (MEAN_DISTANCE, MEAN_LOSS)
 
 #: Members expanded per batch when scoring generalized sets (bounds memory to ~100 MB).
 _BATCH_MEMBERS = 4_000_000
@@ -43,7 +46,7 @@ def _check_aligned(truth: Traces, other, what: str) -> None:
 
 
 def set_pair_utility(distance: np.ndarray, sets: SetTable, origins: np.ndarray, set_ids: np.ndarray, *,
-                     convention: str = "mean-distance", lambda_u: float = 2.0) -> np.ndarray:
+                     convention: str = MEAN_DISTANCE, lambda_u: float = 2.0) -> np.ndarray:
     """Utility of generalized set ``set_ids[k]`` for original region ``origins[k]``.
 
     Args:
@@ -75,7 +78,7 @@ def set_pair_utility(distance: np.ndarray, sets: SetTable, origins: np.ndarray, 
         total = int(sz.sum())
         member_pos = np.repeat(sets.indptr[set_ids[a:b]] - seg_start, sz) + np.arange(total)
         d = distance[np.repeat(origins[a:b], sz), sets.members[member_pos]]
-        if convention == "mean-distance":
+        if convention == MEAN_DISTANCE:
             out[a:b] = g_u(np.add.reduceat(d, seg_start) / sz, lambda_u)
         else:
             out[a:b] = np.add.reduceat(g_u(d, lambda_u), seg_start) / sz
@@ -83,7 +86,7 @@ def set_pair_utility(distance: np.ndarray, sets: SetTable, origins: np.ndarray, 
     return out
 
 
-def utility_per_event(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = "mean-distance",
+def utility_per_event(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = MEAN_DISTANCE,
                       lambda_u: float = 2.0) -> np.ndarray:
     """Per-event utility u(ev) of SPEC 7.
 
@@ -119,7 +122,7 @@ def utility_per_event(grid, truth: Traces, anon: AnonymizedTraces, *, convention
     return u.reshape(truth.regions.shape)
 
 
-def utility(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = "mean-distance",
+def utility(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = MEAN_DISTANCE,
             lambda_u: float = 2.0) -> float:
     """Utility score s_U: the mean of :func:`utility_per_event` over the m*L events."""
     u = utility_per_event(grid, truth, anon, convention=convention, lambda_u=lambda_u)

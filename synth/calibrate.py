@@ -39,6 +39,7 @@ from scoring.io import read_traces
 from scoring.pseudonymize import pseudonymize
 from scoring.scores import reidentification, trace_inference
 from scoring.traces import Traces
+from scoring.vocabulary import Challenge
 from synth.methods import load_model, make_synthesizer
 from synth.metrics import estimate_homes, home_stay
 from synth.ppmtf_plus import CONTEST_DEFAULTS, train_contest_model
@@ -137,7 +138,7 @@ def osaka_2019(folder: Path, *, seed: int = 0, with_attacks: bool = True, team: 
                data_no: int = 1) -> Calibration:
     """The 2019 Osaka practice set's calibration (team ``team``, challenge ``data_no``)."""
     folder = Path(folder)
-    flag = {1: "IDP", 2: "TRP"}[data_no]
+    flag = Challenge(data_no).name
     grid = Grid.from_info_region(folder / "info_region.csv")
     ref = read_traces(folder / f"reftraces_team{team:03d}_data{data_no:02d}_{flag}.csv", grid)
     org = read_traces(folder / f"orgtraces_team{team:03d}_data{data_no:02d}_{flag}.csv", grid)

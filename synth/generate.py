@@ -19,10 +19,12 @@ import numpy as np
 from scoring.grid import Grid, TimeAxis
 from scoring.io import write_traces
 from scoring.traces import Traces
+from scoring.vocabulary import Challenge
 from synth.common import Progress, no_progress
 from synth.methods import make_synthesizer, model_summary
 
-CHALLENGES = ((1, "IDP"), (2, "TRP"))
+#: (data number, flag of the 2019 file names) of each challenge: ((1, "IDP"), (2, "TRP"))
+CHALLENGES = tuple((int(c), c.name) for c in Challenge)
 
 
 # ---------------------------------------------------------------------------

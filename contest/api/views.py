@@ -9,7 +9,7 @@ from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
-from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -92,6 +92,7 @@ class IsContestOrganizer(BasePermission):
 
 # ----- contests, rounds, teams ----------------------------------------------------------
 class ContestList(APIView):
+    permission_classes = [AllowAny]  # anyone lists contests; POST asks ``permissions.can_create_contest``
     parser_classes = [JSONParser, FormParser, MultiPartParser]
 
     @extend_schema(responses=S.ContestSerializer(many=True))
@@ -108,6 +109,7 @@ class ContestList(APIView):
 
 
 class ContestDetail(APIView):
+    permission_classes = [AllowAny]  # a contest's description is public
     @extend_schema(responses=S.ContestSerializer)
     def get(self, request, slug):
         return Response(S.ContestSerializer(get_object_or_404(selectors.contests(), slug=slug)).data)
@@ -129,6 +131,7 @@ class MyTeam(APIView):
 
 
 class DatasetList(APIView):
+    permission_classes = [AllowAny]  # ``selectors.visible_datasets`` asks ``permissions`` per dataset
     @extend_schema(responses=S.DatasetSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
@@ -138,6 +141,7 @@ class DatasetList(APIView):
 
 
 class DatasetFile(APIView):
+    permission_classes = [AllowAny]  # ``permissions.can_read_dataset_file`` decides
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="the exact file bytes")})
     def get(self, request, pk, which):
         ds = get_object_or_404(Dataset.objects.select_related("round__contest", "reference", "original"), pk=pk)
@@ -146,6 +150,7 @@ class DatasetFile(APIView):
 
 
 class RoundFile(APIView):
+    permission_classes = [AllowAny]  # ``permissions.can_read_round_file`` decides
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
     def get(self, request, pk, which):
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
@@ -157,6 +162,7 @@ class RoundFile(APIView):
 
 
 class PublicSetList(APIView):
+    permission_classes = [AllowAny]  # ``selectors.visible_public_sets`` asks ``permissions`` per set
     @extend_schema(responses=S.PublicSetSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
@@ -164,6 +170,7 @@ class PublicSetList(APIView):
 
 
 class PublicSetFile(APIView):
+    permission_classes = [AllowAny]  # ``permissions.can_read_public_set`` decides
     @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="pubtraces / ptable")})
     def get(self, request, pk, which):
         ps = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest"), pk=pk)
@@ -172,6 +179,7 @@ class PublicSetFile(APIView):
 
 
 class FileDownload(APIView):
+    permission_classes = [AllowAny]  # ``permissions.can_read_file`` decides
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(description="the exact bytes")})
     def get(self, request, pk):
         stored = get_object_or_404(StoredFile, pk=pk)
@@ -306,8 +314,7 @@ class JobDetail(APIView):
     @extend_schema(responses=S.JobSerializer)
     def get(self, request, pk):
         job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
-        if not selectors.visible_job(request.user, job):
-            raise PermissionDenied("this job belongs to another team")
+        _require(permissions.can_see_job(request.user, job), request.user)
         return Response(job_data(job, request.user))
 
 
@@ -336,22 +343,20 @@ class MyScores(APIView):
 
 # ----- results (public once published) -------------------------------------------------------------
 class Results(APIView):
+    permission_classes = [AllowAny]  # ``permissions.can_view_results`` decides
     part = None
 
-    @extend_schema(responses={200: OpenApiResponse(description="published results (or live, for organizers with ?live=1)")})
+    @extend_schema(responses={200: OpenApiResponse(description="the published results; for organizers the latest "
+                                                               "snapshot (the preview the web shows them too)")})
     def get(self, request, slug):
+        """What the results jobs stored, never computed here: everyone reads the published snapshot, an
+        organizer the latest one (``POST .../snapshot/`` computes it), as the web pages do."""
         contest = get_object_or_404(Contest, slug=slug)
         _require(permissions.can_view_results(request.user, contest), request.user)
-        if request.query_params.get("live") and permissions.is_organizer(request.user, contest):
-            data, awards = results_service.results_dict(contest), None
-        else:
-            snap = results_service.published_snapshot(contest)
-            if snap is None:
-                if not permissions.is_organizer(request.user, contest):
-                    raise PermissionDenied("results are not published yet")
-                data, awards = results_service.results_dict(contest), None
-            else:
-                data, awards = snap.data, S.AwardSerializer(snap.awards.select_related("team"), many=True).data
+        snap, _preview = selectors.visible_snapshot(request.user, contest)
+        if snap is None:
+            raise NotFound("no results computed yet: POST /api/contests/<slug>/snapshot/ computes them")
+        data, awards = snap.data, S.AwardSerializer(snap.awards.select_related("team"), many=True).data
         if self.part == "leaderboard":
             return Response({"team_rounds": data.get("team_rounds"), "team_totals": data.get("team_totals"),
                              "sets": data.get("sets"), "team_names": data.get("team_names"),
@@ -361,7 +366,7 @@ class Results(APIView):
                              "standing": data.get("standing")})
         if self.part == "awards":
             return Response({"standing": data.get("standing"),
-                             "awards": awards if awards is not None else data.get("awards"),
+                             "awards": awards,
                              "standings": data.get("standings"), "variant": data.get("variant"),
                              "tie_break": data.get("tie_break")})
         return Response(data)
@@ -557,7 +562,7 @@ class Announcements(APIView):
     parser_classes = [JSONParser, FormParser]
 
     def get_permissions(self):
-        return [IsAuthenticated(), IsContestOrganizer()] if self.request.method == "POST" else []
+        return [IsAuthenticated(), IsContestOrganizer()] if self.request.method == "POST" else [AllowAny()]
 
     @extend_schema(responses=S.AnnouncementSerializer(many=True))
     def get(self, request, slug):
@@ -612,6 +617,8 @@ class ObtainToken(ObtainAuthToken):
     The serializer authenticates with Django's own request (not DRF's wrapper), so a lockout is
     recorded where ``axes.middleware.AxesMiddleware`` reads it and answered 429.
     """
+
+    permission_classes = [AllowAny]  # anyone may try to log in (django-axes throttles the failures)
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "request": self.request._request}

@@ -30,6 +30,7 @@ from contest.services import data, jobs, storage
 from contest.services.judge import anonymization_closing, judge_attack_seeds, preview_settings
 from scoring.algorithms.registry import judge_defaults
 from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
+from scoring.scores import MEAN_DISTANCE
 from scoring.seeds import derived_seed
 
 #: Riskiest users kept in the summary for the team page (the CSV has them all).
@@ -51,7 +52,7 @@ def preview_command(contest, ds, seed: int, attack_seeds: dict[str, int] | None 
         cmd += ["--attacks", ",".join(contest.judge_attacks)]
     if contest.judge_attack_mode == "sample_2019":
         cmd.append("--sample-2019")
-    for flag, value, default in (("--convention", contest.utility_convention, "mean-distance"),
+    for flag, value, default in (("--convention", contest.utility_convention, MEAN_DISTANCE),
                                  ("--s-req", contest.s_req, 0.7), ("--lambda-u", contest.lambda_u, 2.0),
                                  ("--lambda-t", contest.lambda_t, 2.0),
                                  ("--hospital-weight", contest.hospital_weight, 10.0)):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 
 import numpy as np
 from django.db import transaction
@@ -36,6 +37,7 @@ from contest.models import (
     Score,
 )
 from contest.services import analyses, audit, jobs, round_figures
+from scoring.analyses import correlation
 from scoring.results import (
     BEST_ANONYMIZER,
     BEST_ANONYMIZER_REID,
@@ -203,11 +205,21 @@ def _payload(contest: Contest, rounds: list[int]):
     return res, data
 
 
-def results_dict(contest: Contest) -> dict:
-    """The live results (every round played so far) as JSON-able data, for organizers."""
-    _res, data = _payload(contest, included_rounds(contest))
-    data["computed_at"] = timezone.now().isoformat()
-    return data
+def set_correlations(sets: list[dict]) -> dict[str, dict]:
+    """Paper Fig. 9's R per round: the Pearson correlation of s_I,min and s_T,min over the round's valid
+    team sets (the benchmark excluded), as ``{"<round number>": {"r": R, "n_sets": n}}`` for the
+    snapshot's ``sets`` (``Results.to_dict()``); R is None for fewer than two sets or a constant score.
+
+    Stored in the snapshot (``data["correlation"]``) by the results job, so the plots page reads it."""
+    pairs: dict[str, list[tuple[float, float]]] = {}
+    for s in sets:
+        if s["valid"] and not s.get("benchmark"):
+            pairs.setdefault(str(s["set"]["round"]), []).append((s["s_i_min"], s["s_t_min"]))
+    out = {}
+    for number, xy in pairs.items():
+        r = correlation([x for x, _ in xy], [y for _, y in xy])
+        out[number] = {"r": None if math.isnan(r) else r, "n_sets": len(xy)}
+    return out
 
 
 def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
@@ -224,6 +236,7 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
     payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(
         contest, recompute=recompute)  # paper Fig. 8
     payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)
+    payload["correlation"] = set_correlations(payload["sets"])  # paper Fig. 9's R, read by the plots page
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():
@@ -274,7 +287,7 @@ def check_publishable(contest: Contest, through_round: int | None) -> None:
         hint = (f"close it first, or publish through {names[earlier[-1]]} (round {earlier[-1]}) only"
                 if earlier else "close it first")
         raise PublishError(f"the attack phase of {phase.round.name} has not closed (it closes "
-                           f"{phase.local(phase.closes_at):%Y-%m-%d %H:%M %Z}): its attacks are not all counted "
+                           f"{contest.local_text(phase.closes_at)}): its attacks are not all counted "
                            f"yet; {hint}")
 
 

@@ -26,7 +26,7 @@ class ScheduleError(ValueError):
 
 def local_time(phase: Phase, dt: datetime) -> str:
     """``dt`` in the contest's time zone as the organizer reads it (``2019-11-20 17:00 JST``)."""
-    return phase.local(dt).strftime("%Y-%m-%d %H:%M %Z")
+    return phase.round.contest.local_text(dt)
 
 
 def _locked_phases(round_: Round) -> dict[str, Phase]:

@@ -46,7 +46,6 @@ from contest.services import data, generation, judge, results, schedule, uploads
 from contest.services.setup import create_contest
 from contest.workers import process_tree, resident_mb
 from scoring.algorithms.registry import get
-from scoring.analyses import correlation
 from scoring.vocabulary import AttackKind
 
 #: Per sample anonymizer, the parameter values a simulated team picks from (one value per parameter,
@@ -500,10 +499,10 @@ def findings(snapshot_data: dict, round_number: int | None = None) -> Findings:
     number = round_number or max(rounds)
     samples = {row["label"]: (row["s_i_min"], row["s_t_min"])
                for row in (snapshot_data.get("sample_anonymizers") or {}).get(str(number), [])}
-    sets = [s for s in snapshot_data["sets"] if s["set"]["round"] == number and s["valid"] and not s["benchmark"]]
-    rho = correlation([s["s_i_min"] for s in sets], [s["s_t_min"] for s in sets])
+    stored = snapshot_data["correlation"].get(str(number)) or {"r": None, "n_sets": 0}  # results.set_correlations
+    rho = float("nan") if stored["r"] is None else stored["r"]
     fairness = (snapshot_data.get("analyses") or {}).get("rounds", {}).get(str(number), {}).get("fairness", [])
     sd = {row["challenge"]: (row["sd_s_i_min"], row["sd_s_t_min"]) for row in fairness
           if row["algorithm"] == "A1-none"}
     return Findings(round=number, cheat=samples.get("Cheat(1)"), none=samples.get("No obfuscation"),
-                    correlation=rho, n_sets=len(sets), fairness_sd=sd)
+                    correlation=rho, n_sets=stored["n_sets"], fairness_sd=sd)

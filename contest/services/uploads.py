@@ -81,11 +81,11 @@ def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
     if phase is None:
         raise RuleViolation(f"round {round_.name} has no {kind} phase")
     if not phase.is_open(now):
-        tz = round_.contest.tz
+        contest = round_.contest
         raise RuleViolation(
             f"the {kind} phase of {round_.name} is not open (it runs from "
-            f"{phase.opens_at.astimezone(tz):%Y-%m-%d %H:%M %Z} to {phase.closes_at.astimezone(tz):%Y-%m-%d %H:%M %Z}; "
-            f"server time is {now.astimezone(tz):%Y-%m-%d %H:%M %Z})")
+            f"{contest.local_text(phase.opens_at)} to {contest.local_text(phase.closes_at)}; "
+            f"server time is {contest.local_text(now)})")
     return phase
 
 

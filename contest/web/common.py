@@ -124,7 +124,7 @@ def frame_context(request, contest: Contest | None = None, *, nav: str | None = 
     ctx = {"nav": nav, "sub": sub, "js_strings": js_strings()}
     if user.is_authenticated:
         ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
-        ctx["is_any_organizer"] = is_any_organizer(user)
+        ctx["is_any_organizer"] = permissions.is_any_organizer(user)
     else:
         ctx["my_teams"] = []
         ctx["is_any_organizer"] = False
@@ -145,20 +145,14 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
 
 
 def require(decision) -> None:
-    """Raise 403 with the core's reason when ``decision`` (a ``contest.permissions`` answer) denies."""
+    """Raise 403 with the core's reason when ``decision`` (a ``contest.permissions`` answer) denies, in
+    the page language where the catalog has the reason (``gettext_noop`` in ``contest.permissions``)."""
     if not decision:
-        raise PermissionDenied(getattr(decision, "reason", "") or "not allowed")
+        raise PermissionDenied(_(getattr(decision, "reason", "") or "not allowed"))
 
 
 def require_organizer(user, contest: Contest) -> None:
     require(permissions.can_manage_contest(user, contest))
-
-
-def is_any_organizer(user) -> bool:
-    """Whether the header shows the console link: a superuser, or an organizer of some contest."""
-    if not (user.is_authenticated and user.is_active):
-        return False
-    return user.is_superuser or Contest.objects.filter(organizers=user).exists()
 
 
 def get_contest(slug: str) -> Contest:
@@ -222,21 +216,6 @@ def phase_rows(contest: Contest, now: datetime | None = None) -> list[dict]:
 
 
 # ---------------------------------------------------------------- results
-def visible_snapshot(user, contest: Contest) -> tuple[ResultsSnapshot | None, bool]:
-    """The results a viewer may see: the published snapshot, or for organizers the latest (preview).
-
-    Returns ``(snapshot, is_preview)``.
-    """
-    published = contest.snapshots.filter(published=True).order_by("-published_at", "-id").first()
-    if permissions.is_organizer(user, contest):
-        latest = contest.snapshots.order_by("-created_at", "-id").first()
-        if latest is not None and (published is None or latest.pk != published.pk):
-            return latest, True
-    if published is not None and bool(permissions.can_view_results(user, contest)):
-        return published, False
-    return None, False
-
-
 def team_names(contest: Contest) -> dict[int, str]:
     return {t.number: t.name for t in Team.objects.filter(contest=contest)}
 

@@ -98,17 +98,20 @@ def console_home(request):
                 round_form = RoundForm(request.POST, prefix="r")
                 ok = form.is_valid() & round_form.is_valid()
             if ok:
-                contest = _create_from_forms(request.user, form.cleaned_data, round_form.cleaned_data)
-                if contest is not None:
+                try:
+                    contest = _create_from_forms(request.user, form.cleaned_data, round_form.cleaned_data)
+                except (SetupError, ValueError) as exc:  # the setup service's reason, as the YAML form shows it
+                    form.add_error(None, _("The contest could not be created: %(reason)s") % {"reason": exc})
+                else:
                     messages.success(request, _("Contest %(name)s created.") % {"name": contest.name})
                     return redirect("web:console_contest", contest.slug)
-                form.add_error(None, _("The contest could not be created."))
     ctx = {"rows": rows, "form": form, "round_form": round_form, "yaml_form": yaml_form}
     return page(request, "web/console_home.html", ctx, nav="console")
 
 
-def _create_from_forms(user, c: dict, r: dict) -> Contest | None:
-    """Build the same spec a YAML file gives and hand it to the core's setup service."""
+def _create_from_forms(user, c: dict, r: dict) -> Contest:
+    """Build the same spec a YAML file gives and hand it to the core's setup service (which raises
+    :class:`SetupError` or ``ValueError`` with the reason when the contest cannot be made)."""
     params = {k: v for k, v in c.items() if k not in ("name", "slug", "description") and v not in (None, "")}
     spec = {
         "contest": {"slug": c["slug"], "name": c["name"], "description": c.get("description", ""),
@@ -119,10 +122,7 @@ def _create_from_forms(user, c: dict, r: dict) -> Contest | None:
                                           "closes": r["anonymization_closes"].isoformat()},
                         "attack": {"opens": r["attack_opens"].isoformat(), "closes": r["attack_closes"].isoformat()}}}],
     }
-    try:
-        return create_contest(spec, actor=user)
-    except (SetupError, ValueError):
-        return None
+    return create_contest(spec, actor=user)
 
 
 # ---------------------------------------------------------------- one contest

@@ -508,14 +508,10 @@ def attack_material(request, slug, round_number):
     """
     contest = get_contest(slug)
     round_ = get_object_or_404(Round, contest=contest, number=round_number)
-    if not permissions.is_organizer(request.user, contest):
-        _team_or_403(request, contest)
-    public_sets = list(PublicSet.objects.filter(dataset__round=round_).select_related("dataset"))
+    public_sets = list(PublicSet.objects.filter(dataset__round=round_).select_related("dataset__round__contest"))
+    require(permissions.can_read_attack_material(request.user, round_, public_sets))
     if not public_sets:
         raise Http404(_("No attack material is published for this round yet."))
-    for ps in public_sets:
-        require(permissions.can_read_public_set(request.user, ps, "pubtraces"))
-        require(permissions.can_read_dataset_file(request.user, ps.dataset, "reference"))
     return bundle_download(request, bundles.attack_material_plan(round_),
                            title=_("Attack material of %(round)s") % {"round": round_.name},
                            back_url=reverse("web:team", args=[contest.slug]), back_label=_("Team dashboard"),
@@ -541,10 +537,7 @@ def data_map(request, slug, dataset_id):
     contest = get_contest(slug)
     dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "population"),
                                 pk=dataset_id, round__contest=contest)
-    require(permissions.can_read_dataset_file(request.user, dataset, "original"))
-    if dataset.kind != Dataset.TEAM or not (permissions.is_organizer(request.user, contest)
-                                            or permissions.is_member(request.user, dataset.team)):
-        require(permissions.deny(_("The map shows a team's own data only.")))
+    require(permissions.can_view_data_map(request.user, dataset))
     grid = contest.grid()
     candidates = list(AnonymizedSet.objects.filter(dataset=dataset).exclude(status__in=(AnonymizedSet.REJECTED,
                                                                                          AnonymizedSet.PENDING))

@@ -7,7 +7,6 @@ question goes to ``contest.permissions`` .
 from __future__ import annotations
 
 import functools
-import math
 from datetime import datetime
 
 from django.conf import settings
@@ -26,9 +25,16 @@ from rest_framework.authtoken.models import Token
 
 from contest import permissions
 from contest.models import IDP, TRP, Contest
+from contest.selectors import visible_snapshot
 from contest.services import announcements, results, teams
-from scoring.analyses import correlation
-from scoring.results import LEADERBOARD_TOTAL, leaderboard_name
+from scoring.results import (
+    DECIDED_BY_SCORE,
+    DECIDED_BY_SOLE,
+    LEADERBOARD_TOTAL,
+    TIE_EARLIER_FINAL_SUBMISSION,
+    TIE_TEAM_ID,
+    leaderboard_name,
+)
 from scoring.vocabulary import AttackKind
 
 from .common import (
@@ -39,12 +45,10 @@ from .common import (
     csv_download,
     get_contest,
     heat_style,
-    is_any_organizer,
     js_strings,
     page,
     phase_rows,
     set_language_cookie,
-    visible_snapshot,
 )
 from .forms import JoinTeamForm, SignUpForm
 
@@ -190,7 +194,7 @@ def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
             "name": rv.names.get(t, ""),
             "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
             "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
-            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest.tz),
+            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest),
             "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
             "is_own": _is_own(request, contest, t),
         })
@@ -231,7 +235,7 @@ def leaderboard(request, slug):
                                   "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
                                   "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
                                   "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
-                                  "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest.tz),
+                                  "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest),
                                   "is_own": _is_own(request, contest, t)})
                 tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
                                "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
@@ -249,12 +253,12 @@ def leaderboard(request, slug):
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
 
-def _local(iso: str | None, tz) -> str | None:
+def _local(iso: str | None, contest) -> str | None:
     """An ISO 8601 time from a results snapshot, as text in the contest's zone (None stays None)."""
     if not iso:
         return None
     try:
-        return datetime.fromisoformat(iso).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S %Z")
+        return contest.local_text(datetime.fromisoformat(iso), seconds=True)
     except ValueError:
         return iso
 
@@ -265,7 +269,7 @@ def _is_own(request, contest, team_number) -> bool:
 
 
 def _tie_break_text(contest) -> str:
-    if contest.tie_break == "team-id":
+    if contest.tie_break == TIE_TEAM_ID:
         return _("Equal values (to 12 decimals) are separated by the lower team number.")
     return _("Equal values (to 12 decimals) are separated by the earlier final submission; "
              "if that cannot separate them, the lower team number wins.")
@@ -408,9 +412,9 @@ def awards(request, slug):
     rv, preview = _results(request, contest)
     if rv is None:
         return _embargo(request, contest, "awards", _("Awards"))
-    decided = {"score": _("by score"), "sole-candidate": _("sole eligible team"),
-               "earlier-final-submission": _("tie broken by the earlier final submission"),
-               "team-id": _("tie broken by the lower team number")}
+    decided = {DECIDED_BY_SCORE: _("by score"), DECIDED_BY_SOLE: _("sole eligible team"),
+               TIE_EARLIER_FINAL_SUBMISSION: _("tie broken by the earlier final submission"),
+               TIE_TEAM_ID: _("tie broken by the lower team number")}
     items = []
     stability = (rv.data.get("uncertainty") or {}).get("awards") or {}
     for a in rv.data.get("awards", []):
@@ -428,7 +432,7 @@ def awards(request, slug):
         title, rule = award_title(name)
         standings.append({"title": title, "rule": rule, "rows": [
             {"position": r["position"], "team": rv.team_label(r["team"]), "value": r["value"],
-             "final_local": _local(r.get("final_submission_at"), contest.tz)} for r in rows]})
+             "final_local": _local(r.get("final_submission_at"), contest)} for r in rows]})
     ctx = {"rv": rv, "preview": preview, "items": items, "standings": standings,
            "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest),
            "weighting": weighting_text(rv)}
@@ -448,7 +452,6 @@ def plots(request, slug):
         return _embargo(request, contest, "plots", _("Plots"))
     choice = _round_choice(request, rv, total=False)
     points, table = [], []
-    team_x, team_y = [], []
     for s in rv.sets(choice):
         if not s["valid"]:
             continue
@@ -457,11 +460,9 @@ def plots(request, slug):
         p = {"x": s["s_i_min"], "y": s["s_t_min"], "label": rv.set_label(s), "group": group}
         points.append(p)
         table.append(p)
-        if not s.get("benchmark"):
-            team_x.append(s["s_i_min"])
-            team_y.append(s["s_t_min"])
-    r = correlation(team_x, team_y)
-    r = None if math.isnan(r) else r  # fewer than two sets, or one score constant
+    # R as the results job computed it (results.set_correlations); None: fewer than two sets, or constant
+    stored = (rv.data.get("correlation") or {}).get(str(choice)) or {"r": None, "n_sets": 0}
+    r = stored["r"]
     fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
     # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
@@ -473,7 +474,7 @@ def plots(request, slug):
                    for s in samples]
     fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Privacy scores of the sample anonymizers")}
-    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": len(team_x),
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": stored["n_sets"],
            "table": table, "fig8_table": fig8_points, "round_links": _round_links(rv)}
     return page(request, "web/plots.html", ctx, contest=contest, sub="plots")
 
@@ -491,7 +492,7 @@ class LoginView(auth_views.LoginView):
         else on the page for joining a team.
         """
         user = self.request.user
-        if is_any_organizer(user) or permissions.can_create_contest(user):
+        if permissions.is_any_organizer(user) or permissions.can_create_contest(user):
             return reverse("web:console")
         membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
         if membership is not None:

@@ -9,7 +9,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from contest.models import AnonymizedSet, Dataset, Job, Phase, PublicSet
+from contest.models import AnonymizedSet, Dataset, Job, Phase, PublicSet, ResultsSnapshot
 from contest.services import storage
 from tests.contest.conftest import anonymize_csv, move_phase
 
@@ -162,7 +162,14 @@ class _ApiFlow:
     def results_embargoed_then_published(self):
         # results: embargoed, then published
         assert self.anon.get("/api/contests/tc/leaderboard/").status_code in (401, 403)
-        assert self.judge.get("/api/contests/tc/results/?live=1").status_code == 200
+        # nothing is computed in the request: before a results job stored a snapshot there is none to read
+        missing = self.judge.get("/api/contests/tc/results/")
+        assert missing.status_code == 404 and "snapshot" in missing.json()["error"]["message"]
+        with self.capture(execute=True):
+            assert self.judge.post("/api/contests/tc/snapshot/").status_code == 202
+        preview = self.judge.get("/api/contests/tc/results/")  # the organizers' preview: the stored snapshot
+        assert preview.status_code == 200 and preview.json() == ResultsSnapshot.objects.get(contest=self.generated).data
+        assert self.anon.get("/api/contests/tc/leaderboard/").status_code in (401, 403)
         r = self.judge.post("/api/contests/tc/publish/")  # the attack phase is open: attacks still to come
         assert r.status_code == 409 and "attack phase" in r.json()["error"]["message"]
         attack = Phase.objects.get(round=self.rnd, kind=Phase.ATTACK)

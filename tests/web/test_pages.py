@@ -89,6 +89,24 @@ def test_published_results_show_leaderboard_matrix_awards_plots(closed, client):
         assert fig9["r"] == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]), abs=1e-12)
 
 
+def test_plots_page_reads_the_correlation_the_results_job_stored(closed, client):
+    """Fig. 9's R is computed by the results job and stored in the snapshot; the page only reads it
+    (issue 24 item 7). The stored value is the correlation of the valid team sets; overwriting it in
+    the snapshot changes what the page shows, so the request computes nothing."""
+    contest = closed
+    snap = results.publish_results(contest)
+    number = max(r["number"] for r in snap.data["standing"]["rounds"] if r["included"])
+    team_sets = [s for s in snap.data["sets"] if s["set"]["round"] == number and s["valid"] and not s["benchmark"]]
+    stored = snap.data["correlation"][str(number)]
+    assert stored["n_sets"] == len(team_sets) >= 2
+    xs, ys = [s["s_i_min"] for s in team_sets], [s["s_t_min"] for s in team_sets]
+    assert stored["r"] == pytest.approx(float(np.corrcoef(xs, ys)[0, 1]), abs=1e-12)
+    snap.data["correlation"][str(number)] = {"r": -0.123456, "n_sets": 99}  # not what the sets give
+    snap.save(update_fields=["data"])
+    plots = _html(client.get(f"/c/{contest.slug}/plots/?round={number}"))
+    assert '<span id="corr-r">-0.123</span>' in plots and "over 99 team sets" in plots
+
+
 # ------------------------------------------------------------------ no-JS upload flow and errors
 def test_upload_without_javascript_scores_and_shows_errors(generated, client_for, django_capture_on_commit_callbacks):
     contest = generated
@@ -232,6 +250,24 @@ def _console_form(**fields) -> dict:
         "r-attack_opens": "2099-01-02T10:00", "r-attack_closes": "2099-01-03T10:00",
     }
     return {**form, **fields}
+
+
+def test_console_says_why_a_contest_cannot_be_created(db, client_for, monkeypatch):
+    """A contest the setup service refuses is not created, and the page shows the service's reason,
+    not only "could not be created". The form checks what it can first, so the refusal here is the
+    race it cannot see: another organizer took the slug between the form's check and the creation
+    (the form's own uniqueness check is switched off to stand for that moment)."""
+    from django.contrib.auth import get_user_model
+
+    from contest.web.forms import ContestForm
+    get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
+    boss = client_for("boss")
+    form = _console_form(**{"c-name": "Cup", "c-slug": "cup", "c-synthesizer": "city"})
+    assert boss.post("/console/", form).status_code == 302
+    monkeypatch.setattr(ContestForm, "validate_unique", lambda self: None)
+    r = boss.post("/console/", {**form, "c-name": "Second Cup"})
+    assert r.status_code == 200 and not Contest.objects.filter(name="Second Cup").exists()
+    assert "The contest could not be created: contest: a contest with slug &#x27;cup&#x27; already exists" in _html(r)
 
 
 def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capture_on_commit_callbacks):

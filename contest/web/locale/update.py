@@ -41,6 +41,8 @@ def extract(work: Path) -> Path:
     (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
     (work / "site").mkdir()  # messages made before a view runs (the 413 of the size cap)
     (work / "site" / "upload_limits.py").symlink_to(ROOT / "contest" / "upload_limits.py")
+    # reasons of a refusal that pages show in the page language (gettext_noop in contest.permissions)
+    (work / "site" / "permissions.py").symlink_to(ROOT / "contest" / "permissions.py")
     (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
     (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
     target = work / "locale" / "ja" / "LC_MESSAGES"
