@@ -76,7 +76,7 @@ async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, sec
     """``clients`` concurrent loops over ``paths`` ((group, path, cookies)) for ``seconds`` (and at most
     ``max_requests`` in all); returns (group, seconds, status) per request. Loopback only."""
     import httpx
-    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"
+    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
     results: list[tuple[str, float, int]] = []
     deadline = time.monotonic() + seconds
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -112,11 +112,11 @@ def _wrk(base: str, paths: list[str], connections: int, seconds: float, cookies:
     """Start wrk on ``paths`` with ``connections`` connections for ``seconds`` and at most about
     ``max_requests`` requests; thread n (one per cookie string, else one) sends ``cookies[n]``.
     Its report goes to ``out``. Loopback only."""
-    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"
+    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
     threads = max(1, min(len(cookies), connections))
     env = dict(os.environ, WRK_PATHS=" ".join(paths), WRK_MAX_REQUESTS=str(max_requests // threads),
                **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
-    return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",
+    return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",  # noqa: S603, S607 - wrk from PATH, a fixed argument list
                              "--timeout", "30s", "-s", str(ROOT / "contest" / "bench_wrk.lua"), base],
                             stdout=out.open("w"), stderr=subprocess.STDOUT, env=env)
 
@@ -265,7 +265,7 @@ def _play(plan, judge_processes: int, logs: Path, tag: str):
     return report, procs
 
 
-def main(argv=None) -> int:
+def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps, each a few lines
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--teams", type=int, default=20)
     parser.add_argument("--users", type=int, default=2000)
@@ -339,7 +339,7 @@ def main(argv=None) -> int:
     base = f"http://127.0.0.1:{port}"
     try:
         with open(logs / "bench-web.log", "w") as log:
-            web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
+            web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
                                     "-w", str(args.web_workers), "-k", "gthread", "--threads", "8",
                                     "--timeout", "300"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
@@ -358,11 +358,11 @@ def main(argv=None) -> int:
         public_paths = [p.format(slug=slug) for p in PUBLIC_PAGES]
         team_paths = [p.format(slug=slug) for p in TEAM_PAGES]
         for path in public_paths:  # warm up: one request each (imports, first queries)
-            assert httpx.get(base + path, timeout=60).status_code == 200, path
+            assert httpx.get(base + path, timeout=60).status_code == 200, path  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
         team_cookies = []
         for session in sessions:  # a browser's first visit: the page gives it its CSRF cookie
             first = httpx.get(base + team_paths[0], cookies={"sessionid": session}, timeout=60)
-            assert first.status_code == 200, first.status_code
+            assert first.status_code == 200, first.status_code  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
             team_cookies.append({"sessionid": session, "csrftoken": first.cookies["csrftoken"]})
         team_connections = max(1, args.clients // 6)
         use_wrk = shutil.which("wrk") is not None

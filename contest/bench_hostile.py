@@ -101,18 +101,18 @@ csv = data.anotraces_csv(get("A1-none").run(contest.grid(), org, seed=1))
 open({str(self.folder / 'valid.csv')!r}, "wb").write(csv)
 print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.size)}}))
 """
-        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env, check=True,
+        out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=self.env, check=True,  # noqa: S603 - the benchmark's own commands, fixed argument lists
                              capture_output=True, text=True)
         return json.loads(out.stdout.strip().splitlines()[-1])
 
     def start(self) -> None:
         self.gunicorn_port = self.port = edge.free_port()
         log = open(self.folder / "web.log", "w")
-        self.web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{self.port}",
+        self.web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{self.port}",  # noqa: S603 - the benchmark's own commands, fixed argument lists
                                      "-w", "1", "--timeout", "300"], cwd=ROOT, env=self.env, stdout=log,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         wlog = open(self.folder / "worker.log", "w")
-        self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",
+        self.worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "contest", "worker", "-P", "solo",  # noqa: S603 - the benchmark's own commands, fixed argument lists
                                         "-Q", queues.with_sweep(queues.ALL_QUEUES), "-l", "WARNING", *queues.WORKER_OPTIONS],
                                        cwd=ROOT, env=self.env, stdout=wlog, stderr=subprocess.STDOUT,
                                        start_new_session=True)
@@ -186,7 +186,7 @@ print(json.dumps({{"own": own.pk, "other": other.pk, "rows": int(org.regions.siz
         status, body = self.request("POST", "/api/auth/token/",
                                     json.dumps({"username": username, "password": password}),
                                     {"Content-Type": "application/json"})
-        assert status == 200, body
+        assert status == 200, body  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
         self.token = body["token"]
 
     def auth(self, **extra) -> dict:

@@ -91,7 +91,7 @@ http {{
         conf = self.folder / "nginx.conf"
         conf.write_text(self.config())
         log = open(self.folder / "nginx.out", "w")
-        self.proc = subprocess.Popen([binary, "-p", str(self.folder), "-c", str(conf), "-g", "daemon off;"],
+        self.proc = subprocess.Popen([binary, "-p", str(self.folder), "-c", str(conf), "-g", "daemon off;"],  # noqa: S603 - nginx at a resolved path, argument list built here
                                      stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:

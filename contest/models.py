@@ -193,8 +193,6 @@ class Contest(models.Model):
 
 
 class Round(models.Model):
-    objects = BlobSafeQuerySet.as_manager()
-
     contest = models.ForeignKey(Contest, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField(help_text="order of the round, 1-based")
     name = models.CharField(max_length=100)
@@ -219,6 +217,7 @@ class Round(models.Model):
     training_kind = models.CharField(max_length=10, blank=True, default="", choices=TRAINING_KINDS)
     results_published_at = models.DateTimeField(null=True, blank=True,
                                                  help_text="when the results of this round were first published")
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["contest", "number"]
@@ -291,8 +290,6 @@ class Membership(models.Model):
 
 class Dataset(models.Model):
     """R and O of one (data team number, challenge) of a round (SPEC 4)."""
-    objects = BlobSafeQuerySet.as_manager()
-
 
     TEAM, BENCHMARK, SAMPLE = "team", "benchmark", "sample"
     KINDS = ((TEAM, "team"), (BENCHMARK, "benchmark"), (SAMPLE, "sample"))
@@ -314,6 +311,7 @@ class Dataset(models.Model):
     seed = models.BigIntegerField()
     generator = models.CharField(max_length=100, help_text="synthesizer name and version")
     created_at = models.DateTimeField(default=timezone.now)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["round", "number", "challenge"]
@@ -330,8 +328,6 @@ class Dataset(models.Model):
 
 class AnonymizedSet(models.Model):
     """An anotraces upload (SPEC 8.3). Rejected uploads are kept with their errors."""
-    objects = BlobSafeQuerySet.as_manager()
-
 
     PENDING, VALID, INVALID, REJECTED, ERROR = "pending", "valid", "invalid", "rejected", "error"
     STATUSES = ((PENDING, "pending"), (VALID, "valid (s_U >= s_req)"), (INVALID, "invalid (s_U < s_req)"),
@@ -356,6 +352,7 @@ class AnonymizedSet(models.Model):
     # set_analyses job at the phase close: {"inputs": SHA-256, "figures": {...}} (contest.services.analyses).
     analyses = models.JSONField(null=True, blank=True, editable=False)
     scored_at = models.DateTimeField(null=True, blank=True)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset", "seq"]
@@ -375,8 +372,6 @@ class PrivacyPreview(models.Model):
     scored (a private pseudonymization, never published). A team's view only:
     nothing here enters the results (no Score or JudgeAttackResult rows).
     """
-    objects = BlobSafeQuerySet.as_manager()
-
 
     anonymized_set = models.OneToOneField(AnonymizedSet, on_delete=models.CASCADE, related_name="preview")
     summary = models.JSONField(help_text="scoring.preview.Preview.as_dict() plus the riskiest users and the version")
@@ -385,6 +380,7 @@ class PrivacyPreview(models.Model):
     leak_map = models.JSONField(help_text="scoring.preview.leak_map as lists of M counts")
     seed = models.BigIntegerField()
     computed_at = models.DateTimeField(default=timezone.now)
+    objects = BlobSafeQuerySet.as_manager()
 
     def __str__(self):
         return f"preview of {self.anonymized_set}"
@@ -392,8 +388,6 @@ class PrivacyPreview(models.Model):
 
 class PublicSet(models.Model):
     """A pseudonymized set published in the attack phase (SPEC 6)."""
-    objects = BlobSafeQuerySet.as_manager()
-
 
     dataset = models.OneToOneField(Dataset, on_delete=models.PROTECT, related_name="public_set")
     anonymized_set = models.OneToOneField(AnonymizedSet, null=True, blank=True, on_delete=models.PROTECT,
@@ -405,6 +399,7 @@ class PublicSet(models.Model):
     #: pseudonymized before commitments were salted (their commitment is the ptable's plain SHA-256).
     commitment_nonce = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset"]
@@ -419,8 +414,6 @@ class PublicSet(models.Model):
 
 class Attack(models.Model):
     """A team's etable or etraces against a public set (SPEC 8.5)."""
-    objects = BlobSafeQuerySet.as_manager()
-
 
     ETABLE, ETRACES = AttackKind.REIDENTIFICATION.file_kind, AttackKind.TRACE_INFERENCE.file_kind
     KINDS = ((ETABLE, "etable (re-identification)"), (ETRACES, "etraces (trace inference)"))
@@ -439,6 +432,7 @@ class Attack(models.Model):
     uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     scored_at = models.DateTimeField(null=True, blank=True)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["target", "attacker", "kind", "seq"]
@@ -499,8 +493,6 @@ class Bundle(models.Model):
 
 class JudgeAttackResult(models.Model):
     """One run of a judge sample attack on a public set, with its output file."""
-    objects = BlobSafeQuerySet.as_manager()
-
 
     public_set = models.ForeignKey(PublicSet, on_delete=models.PROTECT, related_name="judge_attacks")
     algorithm = models.CharField(max_length=60)
@@ -511,11 +503,15 @@ class JudgeAttackResult(models.Model):
     score = models.FloatField()
     current = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["public_set", "algorithm", "id"]
         constraints = [models.UniqueConstraint(fields=["public_set", "algorithm"], condition=models.Q(current=True),
                                                name="one_current_judge_attack")]
+
+    def __str__(self):
+        return f"{self.algorithm} on {self.public_set}"
 
 
 class Score(models.Model):
@@ -523,8 +519,6 @@ class Score(models.Model):
 
     Re-scoring inserts new rows and marks the old ones ``current=False``.
     """
-    objects = BlobSafeQuerySet.as_manager()
-
 
     UTILITY, REIDENTIFICATION, TRACE_INFERENCE = ScoreKind.UTILITY, ScoreKind.REIDENTIFICATION, ScoreKind.TRACE_INFERENCE
     METRICS = tuple((k.value, k.symbol) for k in ScoreKind)
@@ -541,6 +535,7 @@ class Score(models.Model):
     per_user = models.JSONField(null=True, blank=True, editable=False)
     current = models.BooleanField(default=True)
     computed_at = models.DateTimeField(default=timezone.now)
+    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset", "metric", "id"]
@@ -553,6 +548,9 @@ class Score(models.Model):
             models.UniqueConstraint(fields=["judge_attack"], name="one_current_score_per_judge_attack",
                                     condition=models.Q(current=True, judge_attack__isnull=False)),
         ]
+
+    def __str__(self):
+        return f"{self.metric} of {self.dataset}: {self.value}"
 
     @property
     def source(self) -> str:
@@ -578,6 +576,9 @@ class ResultsSnapshot(models.Model):
         ordering = ["contest", "-created_at", "-id"]
         get_latest_by = "created_at"
 
+    def __str__(self):
+        return f"{self.contest.slug} results of {self.created_at:%Y-%m-%d %H:%M}"
+
 
 class Award(models.Model):
     snapshot = models.ForeignKey(ResultsSnapshot, on_delete=models.CASCADE, related_name="awards")
@@ -588,6 +589,9 @@ class Award(models.Model):
 
     class Meta:
         ordering = ["snapshot", "id"]
+
+    def __str__(self):
+        return f"{self.title}: {self.team}"
 
 
 class Job(models.Model):
@@ -662,6 +666,9 @@ class AuditLog(models.Model):
 
     class Meta:
         ordering = ["id"]
+
+    def __str__(self):
+        return f"{self.action} {self.object_type} {self.object_id}".rstrip()
 
     def save(self, *args, **kwargs):
         if self.pk is not None:

@@ -52,7 +52,7 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not PRODUCTION:
         # Development only: a fixed key so sessions survive restarts of the demo.
-        SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"
+        SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"  # noqa: S105 - the development key; production refuses to start without its own
     else:  # also with DEBUG on: the repository's key would sign production sessions silently
         from django.core.exceptions import ImproperlyConfigured
         raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")

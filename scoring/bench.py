@@ -133,10 +133,10 @@ def run(repeat: int = 3, out=sys.stdout) -> list[tuple[str, float, str]]:
         t, _ = _best(lambda: sio.write_traces(truth, tpath), repeat)
         row(f"write traces ({tpath.stat().st_size / 1e6:.1f} MB)", t)
         t, back = _best(lambda: sio.read_traces(tpath, grid), repeat)
-        assert np.array_equal(back.regions, truth.regions)
+        assert np.array_equal(back.regions, truth.regions)  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
         row(f"read + validate traces, 800k rows ({tpath.stat().st_size / 1e6:.1f} MB)", t, "< 1 s")
         t, back = _best(lambda: sio.read_anotraces(apath, grid, truth), repeat)
-        assert np.array_equal(np.array(sio.set_texts(back.sets), dtype=object)[back.events],
+        assert np.array_equal(np.array(sio.set_texts(back.sets), dtype=object)[back.events],  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
                               np.array(sio.set_texts(anon.sets), dtype=object)[anon.events])
         row(f"read + validate anotraces, 2x2 blocks ({apath.stat().st_size / 1e6:.1f} MB)", t, "< 1 s")
         # Worst case for interning: nearly every row a different 2-region set.

@@ -197,7 +197,7 @@ def generated(grid: Grid, *, users: int = 2000, ref_days: int = 2, org_days: int
     ids = np.arange(1, users + 1)
     ref = Traces(ids, axis.ref_time_ids(), np.ascontiguousarray(regions[:, :ref_days]).reshape(users, -1))
     org = Traces(ids, axis.org_time_ids(), np.ascontiguousarray(regions[:, ref_days:]).reshape(users, -1))
-    assert ref.L == S * ref_days
+    assert ref.L == S * ref_days  # noqa: S101 - an invariant of the reshape above, not input validation
     return ref, org, model
 
 

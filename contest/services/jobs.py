@@ -22,6 +22,7 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import OperationalError, connections, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
@@ -65,7 +66,8 @@ BROKER_ERRORS = (BrokerOperationalError, ConnectionError, OSError)
 OUTBOX_GRACE = timedelta(seconds=5)
 
 # Every kind has one queue (contest.queues): a team's upload never waits behind the judge's work.
-assert sorted(QUEUE_OF) == sorted(KINDS), "contest.queues.QUEUES must name every job kind once"
+if sorted(QUEUE_OF) != sorted(KINDS):  # checked at import, also under python -O
+    raise ImproperlyConfigured("contest.queues.QUEUES must name every job kind once")
 
 #: Celery message priority per job kind (Redis: 0 is served first, 9 last); other kinds get 0.
 #: A privacy preview is a team's convenience and must never delay a phase close or the judge attacks
@@ -202,7 +204,7 @@ def execute(job_id: int) -> str:
             raise TransientJobError(str(exc)) from exc
         _fail(job, exc, token)
         return Job.FAILED
-    except Exception as exc:  # a bug or bad data: fail visibly, never loop
+    except Exception as exc:  # noqa: BLE001 - a bug or bad data: fail the job visibly, never loop or kill the worker
         _fail(job, exc, token)
         return Job.FAILED
     mine.update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),

@@ -202,7 +202,7 @@ class Simulation:
         plan.check()
         self.plan, self.log, self.progress, self.worker_pids = plan, log, progress, worker_pids
         self.timeout = timeout
-        self.rng = random.Random(plan.seed)
+        self.rng = random.Random(plan.seed)  # noqa: S311 - a rehearsal plan's reproducible choices, nothing secret
         self.report: Report | None = None
 
     # ----- the contest ---------------------------------------------------------------------

@@ -92,7 +92,7 @@ def console_home(request):
             tz_name = request.POST.get("c-time_zone") or "Asia/Tokyo"
             try:
                 tz = zoneinfo.ZoneInfo(tz_name)
-            except Exception:  # the contest form reports the bad zone
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):  # the contest form reports the bad zone
                 tz = timezone.get_default_timezone()
             with timezone.override(tz):
                 round_form = RoundForm(request.POST, prefix="r")

@@ -6,6 +6,7 @@ import zoneinfo
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
@@ -81,7 +82,8 @@ SYNTHESIZER_CHOICES = (
     ("coloc", _("Co-location-aware traces with differential privacy (Narita et al.)")),
     ("city", _("Built-in city model, no training (rehearsals)")),
 )
-assert tuple(k for k, _label in SYNTHESIZER_CHOICES) == CONTEST_SYNTHESIZERS
+if tuple(k for k, _label in SYNTHESIZER_CHOICES) != CONTEST_SYNTHESIZERS:  # checked at import, also under python -O
+    raise ImproperlyConfigured("SYNTHESIZER_CHOICES must list CONTEST_SYNTHESIZERS, in order")
 
 
 class ContestForm(forms.ModelForm):

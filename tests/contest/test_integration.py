@@ -49,7 +49,7 @@ def step(name: str):
         raise AssertionError(f"step {name!r}: {exc}") from exc
 
 
-def test_whole_round_through_the_api_with_a_real_worker(celery_worker):
+def test_whole_round_through_the_api_with_a_real_worker(celery_worker):  # noqa: C901 - one round told end to end, in order
     from scoring import io as sio
     from scoring.algorithms.registry import get
     from scoring.results import AttackRow, SetRef, UtilityRow, compute_results

@@ -116,7 +116,7 @@ class Command(BaseCommand):
             def start(name):
                 with open(log_dir / f"demo-{name}.log", "a") as log:
                     # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
-                    return subprocess.Popen(cmds[name], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                    return subprocess.Popen(cmds[name], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603 - the demo's own commands (cmds above), argument lists
                                             start_new_session=True)
             for name in cmds:
                 procs[name] = start(name)
