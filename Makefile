@@ -44,13 +44,13 @@ test: $(DEV_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
-	$(PY) -m scoring.bench
-	$(PY) -m scoring.algorithms.bench
-	$(PY) -m synth.bench
-	$(PY) -m contest.bench_hostile
+	$(PY) -m bench.judge
+	$(PY) -m bench.algorithms
+	$(PY) -m bench.synthesizer
+	$(PY) -m bench.hostile
 
 bench-full: $(DEV_STAMP)
-	$(PY) -m contest.bench_full $(BENCH_ARGS)
+	$(PY) -m bench.full $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var

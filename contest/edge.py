@@ -2,7 +2,7 @@
 
 ``deploy/nginx.conf.template`` is the one configuration: docker-compose's nginx
 service fills its ``${...}`` placeholders from the environment, and
-:func:`render` fills them here for the stack the tests and ``contest.bench_hostile``
+:func:`render` fills them here for the stack the tests and ``bench.hostile``
 start (:class:`Nginx`: the system's ``nginx`` binary in a private folder, in front
 of a gunicorn on loopback). Pure standard library; importable without Django.
 """

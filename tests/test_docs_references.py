@@ -2,7 +2,7 @@
 
 A README that points a newcomer at ``access.py`` when there is none costs them an hour. Every
 backquoted file name (``*.py``, ``*.html``, ``*.yaml``, ...) in the project's Markdown must be a
-file of the repository, and every backquoted dotted name under ``contest``, ``scoring`` or
+file of the repository, and every backquoted dotted name under ``bench``, ``contest``, ``scoring`` or
 ``synth`` must import (a module, or an attribute of one).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ SKIP_DIRS = {".venv", "var", ".git", ".pytest_cache", "node_modules", "staticfil
 #: source of a figure; they are not files of this repository.
 OFFICIAL_2019_PROGRAMS = {"A1-none.py", "I3-HomeProb.py", "EvalUtilPriv.py"}
 FILE_NAME = re.compile(r"[\w./-]+\.(?:py|html|js|css|ya?ml|lua|toml|txt|sh)")
-DOTTED = re.compile(r"((?:contest|scoring|synth)(?:\.\w+)+)(?:\(\))?")
+DOTTED = re.compile(r"((?:bench|contest|scoring|synth)(?:\.\w+)+)(?:\(\))?")
 
 
 def _project_files() -> list[str]:

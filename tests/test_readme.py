@@ -25,4 +25,4 @@ def test_the_readme_starts_with_the_commands_and_where_things_are():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     head = text[:text.index("## ")]
     assert "make demo" in head and "make test" in head and "Where things are" in head
-    assert "## Figures" in text and "| judge (`python -m scoring.bench`)" not in text  # tables moved to docs/
+    assert "## Figures" in text and "| judge (`python -m bench.judge`)" not in text  # tables moved to docs/

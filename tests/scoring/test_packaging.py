@@ -27,6 +27,8 @@ def test_the_wheel_holds_the_judge_and_nothing_of_the_platform(wheel):
     packages = {n.split("/")[0] for n in names if not n.startswith("tracecup_scoring-")}
     assert packages == {"scoring"}
     assert "scoring/preview.py" in names and "scoring/algorithms/attacks.py" in names
+    # The judge alone: the benchmarks are developer tools (bench/), not what a team installs.
+    assert not [n for n in names if "bench" in Path(n).stem], names
     metadata = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith("METADATA"))).decode()
     requires = sorted(line.split(":", 1)[1].strip().split(">")[0].split("=")[0].split("<")[0].strip()

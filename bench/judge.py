@@ -1,4 +1,4 @@
-"""Benchmarks of the scoring core: ``python -m scoring.bench`` prints a table of figures.
+"""Benchmarks of the scoring core: ``python -m bench.judge`` prints a table of figures.
 
 Figures (targets from issue 2, on a 2-core machine):
 - read an 800k-row traces file (2000 users x 400 original slots): < 1 s;
@@ -30,16 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
-from . import io as sio
-from . import scores
-from .algorithms.anonymizers import mrlh as a2_mrlh
-from .errors import ValidationError
-from .grid import Grid
-from .pseudonymize import pseudonymize
-from .results import AttackRow, SetRef, UtilityRow, compute_results
-from .traces import AnonymizedTraces, SetTable, Traces
-from .uncertainty import results_uncertainty
-from .vocabulary import AttackKind
+from scoring import io as sio
+from scoring import scores
+from scoring.algorithms.anonymizers import mrlh as a2_mrlh
+from scoring.errors import ValidationError
+from scoring.grid import Grid
+from scoring.pseudonymize import pseudonymize
+from scoring.results import AttackRow, SetRef, UtilityRow, compute_results
+from scoring.traces import AnonymizedTraces, SetTable, Traces
+from scoring.uncertainty import results_uncertainty
+from scoring.vocabulary import AttackKind
 
 PWSCUP2019 = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "pwscup2019"
 
@@ -221,7 +221,7 @@ def run(repeat: int = 3, out=sys.stdout) -> list[tuple[str, float, str]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scoring.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.judge", description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure, best kept (default 3)")
     args = parser.parse_args(argv)
     run(args.repeat)

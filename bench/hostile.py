@@ -1,4 +1,4 @@
-"""Hostile uploads against the real stack: ``python -m contest.bench_hostile`` prints a table.
+"""Hostile uploads against the real stack: ``python -m bench.hostile`` prints a table.
 
 What an attacking team can send to the upload endpoint, each input sent to a
 gunicorn web server and judged by a real Celery worker (solo pool), both on a

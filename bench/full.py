@@ -12,7 +12,7 @@
    of them, without a session) and the team dashboard (one in six, signed in as
    members of four teams) for ``--seconds`` while an 80 MB anonymized set is
    uploaded through the API and scored by the teams' worker. The load client is
-   wrk (Debian's ``wrk``, C, ``contest/bench_wrk.lua``), which leaves the two
+   wrk (Debian's ``wrk``, C, ``bench/wrk.lua``), which leaves the two
    cores to the server; without it, an asyncio client (httpx) in this process,
    which costs about 5 ms of CPU per request itself and so measures the client too.
 
@@ -117,7 +117,7 @@ def _wrk(base: str, paths: list[str], connections: int, seconds: float, cookies:
     env = dict(os.environ, WRK_PATHS=" ".join(paths), WRK_MAX_REQUESTS=str(max_requests // threads),
                **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
     return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",  # noqa: S603, S607 - wrk from PATH, a fixed argument list
-                             "--timeout", "30s", "-s", str(ROOT / "contest" / "bench_wrk.lua"), base],
+                             "--timeout", "30s", "-s", str(ROOT / "bench" / "wrk.lua"), base],
                             stdout=out.open("w"), stderr=subprocess.STDOUT, env=env)
 
 

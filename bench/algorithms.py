@@ -1,4 +1,4 @@
-"""Timings of every registered algorithm: ``python -m scoring.algorithms.bench``.
+"""Timings of every registered algorithm: ``python -m bench.algorithms``.
 
 Two data sets, both 2000 users:
 
@@ -27,15 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import io as sio
-from ..bench import _best
-from ..bench import _peak_rss_mb as peak_rss_mb
-from ..grid import Grid
-from ..pseudonymize import pseudonymize
-from ..traces import AnonymizedTraces, Traces
-from .registry import all_algorithms, get
+from bench.judge import _best
+from bench.judge import _peak_rss_mb as peak_rss_mb
+from scoring import io as sio
+from scoring.algorithms.registry import all_algorithms, get
+from scoring.grid import Grid
+from scoring.pseudonymize import pseudonymize
+from scoring.traces import AnonymizedTraces, Traces
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "pwscup2019"
+DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pwscup2019"
 OFFICIAL_2019 = {  # seconds, measured on a machine of this kind (issue 3)
     ("I2-VisitProb", "osaka-40"): 57.0,
     ("I2-VisitProb", "tiled-400"): 357.0,
@@ -96,7 +96,7 @@ def _time(fn, repeat: int) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scoring.algorithms.bench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.algorithms", description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="pwscup2019 data folder")
     parser.add_argument("--repeat", type=int, default=1, help="runs per algorithm; the minimum is printed")
     parser.add_argument("--only", default=None, help="comma-separated algorithm names")

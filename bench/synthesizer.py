@@ -1,4 +1,4 @@
-"""Benchmark of the synthesizer: ``python -m synth.bench`` prints time and peak memory.
+"""Benchmark of the synthesizer: ``python -m bench.synthesizer`` prints time and peak memory.
 
 1. PPMTF training on the 2019 people-flow sample (1000 users x 35 slots,
    1024 regions) at the defaults: K=16, alpha=200, 100 sweeps, 1000 sampled
@@ -87,7 +87,7 @@ def phase_method(method: str, users: int, days: int) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m synth.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.synthesizer", description=__doc__.splitlines()[0])
     p.add_argument("--sweeps", type=int, default=100)
     p.add_argument("--users", type=int, default=2000)
     p.add_argument("--days", type=int, default=40)
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "pf_model.npz"
-        base = [sys.executable, "-m", "synth.bench", "--model", str(model), "--data", str(args.data),
+        base = [sys.executable, "-m", "bench.synthesizer", "--model", str(model), "--data", str(args.data),
                 "--sweeps", str(args.sweeps), "--users", str(args.users), "--days", str(args.days)]
         for phase, target in (("train", "< 180 s, < 4096 MB"), ("generate", "< 30 s, < 4096 MB")):
             out = subprocess.run(base + ["--phase", phase], check=True, capture_output=True, text=True,  # noqa: S603 - this benchmark's own child, a fixed argument list

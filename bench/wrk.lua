@@ -1,4 +1,4 @@
--- Load script of make bench-full (contest/bench_full.py) for wrk: every connection cycles over
+-- Load script of make bench-full (bench/full.py) for wrk: every connection cycles over
 -- WRK_PATHS (space separated); thread n sends the cookies WRK_COOKIE_<n> (a signed-in member's
 -- session) when set, and stops after WRK_MAX_REQUESTS responses (per thread; wrk's -d bounds the
 -- time). At the end it prints requests, seconds, errors and latency percentiles (ms).
