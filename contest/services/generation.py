@@ -52,7 +52,9 @@ from django.utils import timezone
 
 from contest.models import Dataset, Round, Team
 from contest.services import analyses, audit, data, figures, jobs, round_figures, storage, training_data
+from scoring.seeds import sequence_seed
 from scoring.traces import Traces
+from scoring.vocabulary import Challenge
 from synth.city import CityModel
 from synth.generate import (
     default_pool_days,
@@ -64,12 +66,12 @@ from synth.generate import (
 )
 from synth.methods import METHODS, SCHEMAS, load_model, make_synthesizer, train_contest_model
 
-CHALLENGE_FLAGS = {1: "IDP", 2: "TRP"}
 ROLE_KINDS = {"team": Dataset.TEAM, "benchmark": Dataset.BENCHMARK, "sample": Dataset.SAMPLE}
 
 
 def _round_seed(round_: Round) -> int:
-    return int(np.random.SeedSequence([round_.contest.seed, round_.number]).generate_state(1)[0])
+    """The seed of a round's generated data (scoring.seeds.sequence_seed: the data's bytes depend on it)."""
+    return sequence_seed(round_.contest.seed, round_.number)
 
 
 def expected_datasets(n_teams: int) -> int:
@@ -201,7 +203,7 @@ def write_set_files(round_: Round, team: int, challenge: int, out: Path) -> dict
     """
     contest = round_.contest
     seed = _round_seed(round_)
-    flag = CHALLENGE_FLAGS[challenge]
+    flag = Challenge(challenge).name  # the 2019 file names' IDP / TRP
     if contest.synthesizer in METHODS:
         model = _stored_model(round_)
         return generate_set(model, _synthesizer(round_, model), out, team, challenge, flag,
@@ -212,7 +214,7 @@ def write_set_files(round_: Round, team: int, challenge: int, out: Path) -> dict
     axis = round_.time_axis()
     m = contest.users_per_set
     tr = _city(contest).simulate(m, axis.ref_days + axis.org_days, time_axis=axis,
-                                 seed=int(np.random.SeedSequence([seed, team, challenge]).generate_state(1)[0]))
+                                 seed=sequence_seed(seed, team, challenge))
     S = axis.slots_per_day
     names = {}
     for kind, tids, arr in (("ref", axis.ref_time_ids(), tr.regions[:, :S * axis.ref_days]),
