@@ -184,7 +184,7 @@ class Contest(models.Model):
     def local_text(self, dt, *, seconds: bool = False) -> str:
         """``dt`` (aware) as people of the contest read it: ``2019-11-20 17:00 JST`` in the contest's
         zone (``seconds``: ``17:00:05 JST``). The one format of a contest time in messages and pages
-        built in Python; templates write the same with ``{% timezone %}`` and ``date:"Y-m-d H:i T"``."""
+        built in Python, and in templates through the ``contest_time`` filter (contest/templatetags)."""
         return dt.astimezone(self.tz).strftime("%Y-%m-%d %H:%M:%S %Z" if seconds else "%Y-%m-%d %H:%M %Z")
 
     @property

@@ -204,14 +204,14 @@ def contest_state(contest: Contest, now: datetime | None = None) -> ContestState
 
 
 def phase_rows(contest: Contest, now: datetime | None = None) -> list[dict]:
-    """Every phase with its times in the contest's zone and whether it is past, open or to come."""
+    """Every phase with its times (aware; pages show them with the ``contest_time`` filter) and whether it
+    is past, open or to come."""
     now = now or timezone.now()
-    tz = contest.tz
     rows = []
     for p in Phase.objects.filter(round__contest=contest).select_related("round").order_by("opens_at"):
         state = "open" if p.is_open(now) else ("past" if (p.closed_at or p.closes_at <= now) else "future")
-        rows.append({"phase": p, "label": phase_label(p), "opens": p.opens_at.astimezone(tz),
-                     "closes": p.closes_at.astimezone(tz), "state": state})
+        rows.append({"phase": p, "label": phase_label(p), "opens": p.opens_at,
+                     "closes": p.closes_at, "state": state})
     return rows
 
 
