@@ -95,6 +95,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import datetime
+from types import SimpleNamespace as Row
 
 import numpy as np
 
@@ -464,6 +465,27 @@ def _leaderboards(team_ids, rounds, sets, set_min, team_rounds, team_totals, tie
                   {t: (s.s_i_min if c == IDP else s.s_t_min) for t, s in mine.items()},
                   {t: s.submitted_at for t, s in mine.items()})
     return tuple(boards)
+
+
+def leaderboards_of(results: dict) -> dict:
+    """The ``leaderboards`` of a stored :meth:`Results.to_dict` that has none (computed before they were
+    kept), ranked by :func:`_leaderboards` from its own sets, team rounds and totals.
+
+    ``results`` needs ``teams``, ``round_weights``, ``tie_break``, ``sets`` (set, s_i_min, s_t_min,
+    submitted_at as ISO 8601), ``team_rounds`` and ``team_totals`` (team, round, overall); the answer is
+    what ``to_dict()["leaderboards"]`` holds for the same results.
+    """
+    def when(iso):
+        return datetime.fromisoformat(iso) if iso else None
+
+    sets = {SetRef(s["set"]["round"], s["set"]["team"], s["set"]["challenge"]):
+            Row(submitted_at=when(s["submitted_at"]), s_i_min=s["s_i_min"], s_t_min=s["s_t_min"])
+            for s in results["sets"]}
+    team_rounds = [Row(team=r["team"], round=r["round"], overall=r["overall"]) for r in results["team_rounds"]]
+    team_totals = [Row(team=r["team"], overall=r["overall"]) for r in results["team_totals"]]
+    boards = _leaderboards(tuple(results["teams"]), tuple(r["round"] for r in results["round_weights"]), sets, sets,
+                           team_rounds, team_totals, results["tie_break"])
+    return {name: [_jsonable(s) for s in rows] for name, rows in boards}
 
 
 def compute_results(

@@ -49,6 +49,7 @@ from scoring.results import (
     SetRef,
     UtilityRow,
     compute_results,
+    leaderboards_of,
 )
 from scoring.seeds import derived_seed
 from scoring.uncertainty import results_uncertainty
@@ -194,6 +195,37 @@ def compute(contest: Contest, rounds: list[int] | None = None):
                            benchmark_team=bench, variant=contest.award_variant, tie_break=contest.tie_break)
 
 
+#: The shape of a snapshot's ``data``, its ``"version"`` key. 2: the leaderboards, the standing and paper
+#: Fig. 9's correlation are stored, and the pages read them as stored. Snapshots of an older shape (no
+#: ``"version"``: before leaderboards or standing were kept) are brought to it by the data migration
+#: ``snapshot_schema_version`` through :func:`upgraded_snapshot_data`; a page never branches on a shape.
+SNAPSHOT_VERSION = 2
+
+
+def upgraded_snapshot_data(data: dict, round_names: dict[int, str]) -> dict:
+    """``data`` of a snapshot stored before :data:`SNAPSHOT_VERSION`, in the current shape (a new dict).
+
+    Only what is missing is added, from the snapshot's own numbers: the leaderboards
+    (``scoring.results.leaderboards_of``, the same ranking rule), the standing (every round of its
+    weights played and counted, final, as the pages read a snapshot without one before) and the
+    correlation. ``round_names``: round number -> name, for the standing. The snapshot's ``sha256``
+    stays the digest of what its job computed.
+    """
+    data = dict(data)
+    if "leaderboards" not in data:
+        data["leaderboards"] = leaderboards_of(data)
+    if "standing" not in data:
+        weights = [(int(r["round"]), float(r["weight"])) for r in data.get("round_weights", [])]
+        data["standing"] = {
+            "rounds": [{"number": n, "name": round_names.get(n, f"Round {n}"), "weight": w, "played": True,
+                        "included": True} for n, w in weights],
+            "through_round": max((n for n, _w in weights), default=None), "final": True}
+    if "correlation" not in data:
+        data["correlation"] = set_correlations(data.get("sets", []))
+    data["version"] = SNAPSHOT_VERSION
+    return data
+
+
 def _payload(contest: Contest, rounds: list[int]):
     """(Results over ``rounds``, their JSON-able data with team and round names and the standing)."""
     res = compute(contest, rounds)
@@ -202,6 +234,7 @@ def _payload(contest: Contest, rounds: list[int]):
     data["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
     data["contest"] = contest.slug
     data["standing"] = standing(contest, rounds)
+    data["version"] = SNAPSHOT_VERSION
     return res, data
 
 

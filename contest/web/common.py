@@ -236,20 +236,17 @@ class ResultsView:
         self.cache_key = hashlib.sha256(repr((
             contest.slug, snapshot.pk if snapshot else None, snapshot.sha256 if snapshot else None,
             sorted(self.names.items()), sorted(round_names.items()))).encode()).hexdigest()[:32]
-        # Which rounds the snapshot counts and whether it is final (``results.standing``); a snapshot
-        # from before per-round publishing has none and counts as final.
-        self.standing = self.data.get("standing")
-        rounds = (self.standing or {}).get("rounds", [])
+        # Which rounds the snapshot counts and whether it is final (``results.standing``; every snapshot
+        # has one, contest.services.results.SNAPSHOT_VERSION).
+        self.standing = self.data.get("standing") or {}
+        rounds = self.standing.get("rounds", [])
         self.counted_names = [r["name"] for r in rounds if r["included"]]
         self.unplayed_names = [r["name"] for r in rounds if not r["included"]]
         self.provisional = bool(self.standing) and not self.standing.get("final")
 
     def round_states(self) -> list[dict]:
-        """Every round of the contest (number, name, weight, included) in the snapshot's standing,
-        else the rounds of the snapshot's weights (all counted)."""
-        if self.standing:
-            return self.standing["rounds"]
-        return [{"number": n, "name": self.round_names[n], "weight": w, "included": True} for n, w in self.rounds]
+        """Every round of the contest (number, name, weight, included) in the snapshot's standing."""
+        return self.standing.get("rounds", [])
 
     def counts_round(self, number) -> bool:
         """Whether round ``number`` is played and counted in this snapshot."""
@@ -272,16 +269,8 @@ class ResultsView:
         return sorted(out, key=lambda s: (s["set"]["round"], s["set"]["team"], s["set"]["challenge"]))
 
     def leaderboard(self, name: str) -> list[dict]:
-        """A leaderboard of the snapshot (``scoring.results.Results.leaderboards``), best first.
-
-        A snapshot computed before leaderboards were stored has none: its teams come in number
-        order without positions, and the page asks the organizers to compute the results again.
-        """
-        boards = self.data.get("leaderboards")
-        if boards is not None:
-            return boards.get(name, [])
-        return [{"team": t, "position": None, "tied": False, "final_submission_at": None}
-                for t in self.data.get("teams", [])]
+        """A leaderboard of the snapshot (``scoring.results.Results.leaderboards``), best first."""
+        return self.data.get("leaderboards", {}).get(name, [])
 
 
 # ---------------------------------------------------------------- colours

@@ -249,7 +249,7 @@ def leaderboard(request, slug):
            "not_played": choice != "total" and not rv.counts_round(choice),
            "round_weight": next((r["weight"] for r in rv.round_states() if r["number"] == choice), None),
            "weighting": weighting_text(rv),
-           "tz": contest.tz, "unranked": "leaderboards" not in rv.data}
+           "tz": contest.tz}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from contest.models import ResultsSnapshot
+from contest.services.results import upgraded_snapshot_data
 from scoring.results import (
     IDP,
     REIDENTIFICATION,
@@ -61,7 +62,9 @@ def _publish(contest, tie_break):
     contest.save(update_fields=["tie_break", "results_published_at"])
     res = compute_results(teams=[1, 2, 3], round_weights={1: 1.0}, utility=UTILITY, attacks=ATTACKS,
                           tie_break=tie_break)
-    ResultsSnapshot.objects.create(contest=contest, data=res.to_dict(), sha256="0" * 64, published=True,
+    # the snapshot's current shape (SNAPSHOT_VERSION: standing and all) around these results
+    data = upgraded_snapshot_data(res.to_dict(), {1: "Final"})
+    ResultsSnapshot.objects.create(contest=contest, data=data, sha256="0" * 64, published=True,
                                    published_at=at(14))
     return res
 
