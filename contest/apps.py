@@ -7,12 +7,14 @@ class ContestConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from django.conf import settings
-        from django.db.models.signals import post_delete, post_save
+        # Django imports an app's module before its models are ready: what needs the models (the tasks,
+        # the services they import, the page cache's signals) is imported once the app is ready, here.
+        from django.conf import settings  # local: Django's app loading, see above
+        from django.db.models.signals import post_delete, post_save  # local: Django's app loading
 
-        import contest.tasks  # noqa: F401
-        from contest.settings import make_local_folders
-        from contest.web import page_cache
+        import contest.tasks  # noqa: F401  # local: imports every service and model
+        from contest.settings import make_local_folders  # local: Django's app loading
+        from contest.web import page_cache  # local: imports the models
 
         # The embedded default keeps SQLite and the filesystem broker under the var dir: make the
         # folders when the app starts (web, worker, commands, tests), never when settings are imported.

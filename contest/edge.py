@@ -8,6 +8,7 @@ of a gunicorn on loopback). Pure standard library; importable without Django.
 """
 from __future__ import annotations
 
+import http.client
 import os
 import re
 import shutil
@@ -138,7 +139,6 @@ def half_open(port: int, n: int) -> list[socket.socket]:
 
 def get_status(port: int, path: str, timeout: float) -> int:
     """The status of ``GET path`` on 127.0.0.1:``port`` (0: no answer within ``timeout`` s, or refused)."""
-    import http.client  # noqa: PLC0415 (only here)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request("GET", path)

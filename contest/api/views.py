@@ -21,7 +21,7 @@ from contest.services import results as results_service
 from contest.services import schedule, storage, training_data, uploads
 from contest.services import setup as setup_service
 from contest.services import teams as teams_service
-from contest.services.generation import request_generation
+from contest.services.generation import request_generation, synthesizer_summary
 from contest.services.jobs import retry as retry_job
 from contest.services.judge import close_phase_now
 
@@ -401,7 +401,6 @@ class RoundTraining(_OrganizerCommand):
     parser_classes = [MultiPartParser, FormParser]
 
     def _summary(self, rnd) -> dict:
-        from contest.services.generation import synthesizer_summary
         return {"training": training_data.training_summary(rnd), "synthesizer": synthesizer_summary(rnd.manifest or {})}
 
     @extend_schema(responses={200: OpenApiResponse(description="which data trains the round (kind, name, size, "

@@ -29,6 +29,9 @@ from contest.services import audit, storage
 from contest.services.uploads import RuleViolation
 from scoring.errors import ValidationError
 from scoring.grid import Grid, TimeAxis
+from scoring.io import read_traces
+from synth.coloc import TRAINING_DEFAULTS
+from synth.methods import SCHEMAS, load_model, method_of, train_model, training_seed
 
 KINDS = (Round.TRAINING_TRACES, Round.TRAINING_MODEL)
 #: Training parameters of the built-in city that do not apply to the organizer's traces.
@@ -36,7 +39,6 @@ CITY_ONLY = {"city_seed", "train_users", "train_days", "lead_minutes", "tail_min
 
 
 def _check_traces(content: bytes, grid: Grid, axis: TimeAxis, method: str, params: dict):
-    from scoring.io import read_traces
     try:
         traces = read_traces(content, grid)
     except ValidationError as exc:
@@ -44,7 +46,6 @@ def _check_traces(content: bytes, grid: Grid, axis: TimeAxis, method: str, param
     if traces.m < 2:
         raise RuleViolation(f"training traces: {traces.m} user(s); training needs at least 2", status=400)
     if method == "coloc":
-        from synth.coloc import TRAINING_DEFAULTS
         need = int(params.get("min_users", TRAINING_DEFAULTS["min_users"]))
         if traces.m < need:
             raise RuleViolation(f"training traces: {traces.m} users, fewer than min_users = {need} (the public "
@@ -53,7 +54,6 @@ def _check_traces(content: bytes, grid: Grid, axis: TimeAxis, method: str, param
 
 
 def _check_model(content: bytes, grid: Grid, method: str):
-    from synth.methods import load_model, method_of
     try:
         model = load_model(content)
     except (ValueError, OSError, KeyError) as exc:
@@ -112,8 +112,6 @@ def train_round_model(round_: Round, method: str, grid: Grid, axis: TimeAxis, *,
     """
     if round_.training_kind != Round.TRAINING_TRACES or not round_.training_data_id:
         return None
-    from scoring.io import read_traces
-    from synth.methods import SCHEMAS, train_model, training_seed
     traces = read_traces(storage.read_bytes(round_.training_data), grid)
     p = {k: v for k, v in params.items() if k in SCHEMAS[method]["training"] and k not in CITY_ONLY}
     if p.get("hierarchy") == "categories":

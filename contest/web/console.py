@@ -51,6 +51,7 @@ from contest.services import (
 )
 from contest.services.generation import expected_datasets, request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
+from contest.services.uploads import RuleViolation
 from scoring.results import default_round_weight
 
 from .common import bundle_download, contest_state, get_contest, page, require_organizer
@@ -276,7 +277,6 @@ def generate(request, slug, round_id):
 @require_POST
 def give_training(request, slug, round_id):
     """The organizer's own training traces or offline model for a round (before generation)."""
-    from contest.services.uploads import RuleViolation
     contest = _organizer_contest(request, slug)
     rnd = get_object_or_404(Round, pk=round_id, contest=contest)
     f = request.FILES.get("file")
