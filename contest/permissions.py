@@ -162,16 +162,16 @@ def can_read_dataset_file(user, dataset: Dataset, which: str) -> Decision:
         return ALLOW
     team = team_of(user, contest)
     if team is None:
-        return deny("only the contest's teams can download data")
+        return deny(gettext_noop("only the contest's teams can download data"))
     if dataset.kind == Dataset.SAMPLE:
         return ALLOW
     if dataset.team_id == team.pk:
         return ALLOW
     if which == "original":
-        return deny("original traces are secret to their team and the organizers")
+        return deny(gettext_noop("original traces are secret to their team and the organizers"))
     if anonymization_closed(dataset.round):
         return ALLOW
-    return deny("other teams' reference traces are published when the anonymization phase closes")
+    return deny(gettext_noop("other teams' reference traces are published when the anonymization phase closes"))
 
 
 def can_read_public_set(user, public_set: PublicSet, which: str) -> Decision:
@@ -182,12 +182,12 @@ def can_read_public_set(user, public_set: PublicSet, which: str) -> Decision:
     if is_organizer(user, contest):
         return ALLOW
     if which == "ptable":
-        return deny("ID tables are secret to the organizers")
+        return deny(gettext_noop("ID tables are secret to the organizers"))
     if team_of(user, contest) is None:
-        return deny("only the contest's teams can download attack material")
+        return deny(gettext_noop("only the contest's teams can download attack material"))
     if anonymization_closed(public_set.dataset.round):
         return ALLOW
-    return deny("pubtraces are published when the anonymization phase closes")
+    return deny(gettext_noop("pubtraces are published when the anonymization phase closes"))
 
 
 def can_see_commitment(user, public_set: PublicSet) -> Decision:
@@ -200,7 +200,7 @@ def can_see_commitment(user, public_set: PublicSet) -> Decision:
         return ALLOW
     if can_read_public_set(user, public_set, "pubtraces"):
         return ALLOW
-    return deny("the commitment is published with the pubtraces")
+    return deny(gettext_noop("the commitment is published with the pubtraces"))
 
 
 def can_see_commitment_nonce(user, public_set: PublicSet) -> Decision:
@@ -208,13 +208,13 @@ def can_see_commitment_nonce(user, public_set: PublicSet) -> Decision:
     contest = public_set.dataset.round.contest
     if is_organizer(user, contest) or contest.results_published_at is not None:
         return ALLOW
-    return deny("the commitment's nonce is revealed with the results")
+    return deny(gettext_noop("the commitment's nonce is revealed with the results"))
 
 
 def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
     if is_organizer(user, aset.dataset.round.contest) or is_member(user, aset.team):
         return ALLOW
-    return deny("an anonymized upload is visible to its team and the organizers only")
+    return deny(gettext_noop("an anonymized upload is visible to its team and the organizers only"))
 
 
 def readable_anonymized_sets(user, contest: Contest, queryset):
@@ -229,13 +229,13 @@ def can_read_preview(user, aset: AnonymizedSet) -> Decision:
     """The privacy preview of an upload (summary, per-user risk CSV, leak map): its team and the organizers."""
     if can_read_anonymized_set(user, aset):
         return ALLOW
-    return deny("a privacy preview is visible to its team and the organizers only")
+    return deny(gettext_noop("a privacy preview is visible to its team and the organizers only"))
 
 
 def can_read_attack(user, attack: Attack) -> Decision:
     if is_organizer(user, attack.attacker.contest) or is_member(user, attack.attacker):
         return ALLOW
-    return deny("an attack upload is visible to its team and the organizers only")
+    return deny(gettext_noop("an attack upload is visible to its team and the organizers only"))
 
 
 def readable_attacks(user, contest: Contest, queryset):
@@ -249,7 +249,7 @@ def readable_attacks(user, contest: Contest, queryset):
 def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:
     if is_organizer(user, result.public_set.dataset.round.contest):
         return ALLOW
-    return deny("the judge's attack outputs are visible to the organizers only")
+    return deny(gettext_noop("the judge's attack outputs are visible to the organizers only"))
 
 
 def can_read_attack_material(user, round_: Round, public_sets) -> Decision:
@@ -292,12 +292,12 @@ def can_read_round_file(user, round_: Round, which: str) -> Decision:
     if is_organizer(user, contest):
         return ALLOW
     if which == "model":
-        return deny("the synthesizer's model is the organizers' alone")
+        return deny(gettext_noop("the synthesizer's model is the organizers' alone"))
     if which == "training":
-        return deny("a round's training data is the organizers' alone")
+        return deny(gettext_noop("a round's training data is the organizers' alone"))
     if team_of(user, contest) is not None:
         return ALLOW
-    return deny("only the contest's teams can download data")
+    return deny(gettext_noop("only the contest's teams can download data"))
 
 
 # What may refer to a stored file: (name: "<kind>-<which file>", model, its foreign key to the file).
@@ -360,48 +360,48 @@ def can_read_file(user, stored_file) -> Decision:
             for name, pk in refs:
                 if models[name] is model and _file_decision(user, name, objs[pk]):
                     return ALLOW
-    return deny("you may not read this file")
+    return deny(gettext_noop("you may not read this file"))
 
 
 # ----- scores and results ------------------------------------------------------------
 def can_view_team_scores(user, team: Team) -> Decision:
     if is_organizer(user, team.contest) or is_member(user, team):
         return ALLOW
-    return deny("a team's scores are visible to the team and the organizers until results are published")
+    return deny(gettext_noop("a team's scores are visible to the team and the organizers until results are published"))
 
 
 def can_view_results(user, contest: Contest) -> Decision:
     if contest.results_published_at is not None or is_organizer(user, contest):
         return ALLOW
-    return deny("results are embargoed until the organizers publish them")
+    return deny(gettext_noop("results are embargoed until the organizers publish them"))
 
 
 # ----- writing -----------------------------------------------------------------------
 def can_upload_anonymized(user, dataset: Dataset) -> Decision:
     if dataset.kind != Dataset.TEAM:
-        return deny("anonymized sets are uploaded for a team's own datasets only")
+        return deny(gettext_noop("anonymized sets are uploaded for a team's own datasets only"))
     if is_member(user, dataset.team):
         return ALLOW
-    return deny("only members of the dataset's team can upload its anonymized sets")
+    return deny(gettext_noop("only members of the dataset's team can upload its anonymized sets"))
 
 
 def can_upload_attack(user, attacker: Team, target: PublicSet) -> Decision:
     if not is_member(user, attacker):
-        return deny("only members of the attacking team can upload its attacks")
+        return deny(gettext_noop("only members of the attacking team can upload its attacks"))
     if target.dataset.round.contest_id != attacker.contest_id:
-        return deny("the target belongs to another contest")
+        return deny(gettext_noop("the target belongs to another contest"))
     if target.dataset.team_id == attacker.pk:
-        return deny("a team cannot attack its own sets")
+        return deny(gettext_noop("a team cannot attack its own sets"))
     return ALLOW
 
 
 def can_create_contest(user) -> Decision:
     """Staff, superusers and anyone who already organizes a contest may create one."""
     if not _authenticated(user):
-        return deny("log in first")
+        return deny(gettext_noop("log in first"))
     if user.is_staff or is_any_organizer(user):
         return ALLOW
-    return deny("only staff and contest organizers may create contests")
+    return deny(gettext_noop("only staff and contest organizers may create contests"))
 
 
 def can_set_password_in_setup(actor, account) -> Decision:
@@ -426,24 +426,24 @@ def can_retry_job(user, job) -> Decision:
         return can_manage_contest(user, job.contest)
     if _authenticated(user) and user.is_superuser:
         return ALLOW
-    return deny("organizers only")
+    return deny(gettext_noop("organizers only"))
 
 
 def can_see_job(user, job) -> Decision:
     """A job's kind, status and progress: whoever started it, the contest's organizers (a job of no
     contest: superusers), and the members of the team of the member who started it."""
     if not _authenticated(user):
-        return deny("log in first")
+        return deny(gettext_noop("log in first"))
     if job.created_by_id == user.pk:
         return ALLOW
     if job.contest_id is None:
-        return ALLOW if user.is_superuser else deny("this job belongs to the site's operators")
+        return ALLOW if user.is_superuser else deny(gettext_noop("this job belongs to the site's operators"))
     if is_organizer(user, job.contest):
         return ALLOW
     team = team_of(user, job.contest)
     if team and job.created_by_id and team.memberships.filter(user_id=job.created_by_id).exists():
         return ALLOW
-    return deny("this job belongs to another team")
+    return deny(gettext_noop("this job belongs to another team"))
 
 
 def can_view_job_internals(user, job) -> Decision:
@@ -456,7 +456,7 @@ def can_view_job_internals(user, job) -> Decision:
         return can_manage_contest(user, job.contest)
     if _authenticated(user) and user.is_superuser:
         return ALLOW
-    return deny("a job's failure details are visible to the organizers only")
+    return deny(gettext_noop("a job's failure details are visible to the organizers only"))
 
 
 def can_view_team_page(user, team: Team) -> Decision:
@@ -465,7 +465,7 @@ def can_view_team_page(user, team: Team) -> Decision:
         return ALLOW
     if _authenticated(user) and Membership.objects.filter(user=user, team=team).exists():
         return ALLOW
-    return deny("only the team's members and the contest's organizers see this team's page")
+    return deny(gettext_noop("only the team's members and the contest's organizers see this team's page"))
 
 
 def can_edit_team(user, team: Team) -> Decision:
@@ -477,10 +477,10 @@ def can_remove_member(user, team: Team) -> Decision:
     """Taking a member out of a team is the organizers' decision."""
     if is_organizer(user, team.contest):
         return ALLOW
-    return deny("only the contest's organizers remove a member from a team")
+    return deny(gettext_noop("only the contest's organizers remove a member from a team"))
 
 
 def can_manage_contest(user, contest: Contest) -> Decision:
     if is_organizer(user, contest):
         return ALLOW
-    return deny("organizers only")
+    return deny(gettext_noop("organizers only"))

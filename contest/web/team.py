@@ -230,6 +230,8 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
     closed = permissions.anonymization_closed(round_)
     anon_open = bool(anon_phase and anon_phase.is_open(now))
     attack_open = bool(attack_phase and attack_phase.is_open(now))
+    # a phase past its deadline is closed for a team even before the sweep records it
+    attack_closed = bool(attack_phase and (attack_phase.closed_at or attack_phase.closes_at <= now))
     own = list(Dataset.objects.filter(round=round_, team=team).select_related("reference", "original")
                .order_by("challenge"))
     challenges = [_challenge_block(contest, ds, anon_open) for ds in own]
@@ -244,7 +246,7 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
                               .select_related("dataset", "dataset__team", "pubtraces", "dataset__reference")
                               .order_by("dataset__number", "dataset__challenge"))]
     return {"round": round_, "anon_phase": anon_phase, "attack_phase": attack_phase, "closed": closed,
-            "anon_open": anon_open, "attack_open": attack_open,
+            "anon_open": anon_open, "attack_open": attack_open, "attack_closed": attack_closed,
             "own": own, "challenges": challenges, "samples": samples, "targets": targets}
 
 

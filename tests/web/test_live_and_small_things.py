@@ -176,6 +176,12 @@ def test_target_row_state(generated, client_for, django_capture_on_commit_callba
         state = beta.get(f"/c/{contest.slug}/team/targets/{target.pk}/state.json").json()
     assert state["finished"] is True and "s_I = " in state["html"]
     assert "data-label=\"etables left\">1</td>" in state["html"]  # one etable left of two
+    # the dashboard says the attack phase is open, and closed once past its deadline (not "not open")
+    page = beta.get(f"/c/{contest.slug}/team/").content.decode()
+    assert "attack phase open" in page
+    move_phase(contest.rounds.get(), Phase.ATTACK, -30, -1)
+    page = beta.get(f"/c/{contest.slug}/team/").content.decode()
+    assert "attack phase closed" in page and "attack phase not open" not in page
 
 
 # ------------------------------------------------------------------ validator messages in the page language
