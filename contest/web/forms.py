@@ -110,7 +110,34 @@ class ContestForm(forms.ModelForm):
             "etable_limit": _("etables per (attacker, target)"), "etraces_limit": _("etraces per (attacker, target)"),
             "time_zone": _("Time zone"), "award_variant": _("Award rule"), "tie_break": _("Tie-break"),
             "judge_attack_mode": _("Judge attack mode"),
+            "name": _("Name"), "slug": _("Slug"), "description": _("Description"), "seed": _("Seed"),
         }
+        # The model's help texts and choice labels in the page's language (the model keeps the English).
+        help_texts = {
+            "users_per_set": "m", "slots_per_day": "S", "lambda_u": "km", "lambda_t": "km",
+            "anonymized_upload_limit": _("per challenge per round"),
+            "etable_limit": _("per (attacker, target set)"), "etraces_limit": _("per (attacker, target set)"),
+            "seed": _("master seed of generation and judge attacks"),
+        }
+
+    #: field -> {stored value: label in the page's language}
+    CHOICE_LABELS = {
+        "utility_convention": {Contest.CONVENTIONS[0][0]: _("mean distance (paper)"),
+                               Contest.CONVENTIONS[1][0]: _("mean loss (2019 program)")},
+        "award_variant": {Contest.AWARD_VARIANTS[0][0]: _("2019 rule v1.4"),
+                          Contest.AWARD_VARIANTS[1][0]: _("paper's simpler variant")},
+        "tie_break": {Contest.TIE_BREAKS[0][0]: _("earlier final submission wins"),
+                      Contest.TIE_BREAKS[1][0]: _("lower team number wins")},
+        "judge_attack_mode": {"exact": _("exact (every event)"),
+                              # xgettext:no-python-format
+                              "sample_2019": _("2019 sampling (10% of events, at most 10 regions of a generalized set)")},
+    }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, labels in self.CHOICE_LABELS.items():
+            field = self.fields[name]
+            field.choices = [(value, labels.get(value, label)) for value, label in field.choices]
 
     def clean_time_zone(self):
         tz = self.cleaned_data["time_zone"].strip()

@@ -274,6 +274,10 @@ def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capt
     from django.contrib.auth import get_user_model
     get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
     boss = client_for("boss")
+    # the form speaks the organizer's language: labels, help texts and choices
+    page = boss.get("/console/", HTTP_ACCEPT_LANGUAGE="ja").content.decode()
+    assert "シード" in page and "チャレンジ・ラウンドごと" in page and "最終提出が早いチームが上位" in page
+    assert "earlier final submission wins" not in page and "master seed of generation" not in page
     form = _console_form(**{"c-name": "Form Cup", "c-slug": "form-cup", "c-judge_attack_mode": "sample_2019",
                             "c-synthesizer": "city"})
     r = boss.post("/console/", form)
