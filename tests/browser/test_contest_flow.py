@@ -86,6 +86,8 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert org.locator("#job-attempts").inner_text().strip() == "1"
     assert org.locator("#job-finished").inner_text().strip() != "—"
     broken.delete()  # the rest of the round expects no failed job
+    # the generation job trained the model and queued a job per data set: the round is ready after them
+    wait_for_jobs(contest, kinds=("generate_dataset",))
     assert Dataset.objects.filter(round__contest=contest).count() == (3 + 3) * 2
 
     # ---- team member: downloads, upload by file picker, live scoring, an invalid file's errors
