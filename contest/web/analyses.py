@@ -44,7 +44,9 @@ def utility_analyses(request, slug):
                        "rows": set_rows, "baselines": baselines, "n": len(rows)})
     fairness = []
     for ch in (IDP, TRP):
-        frows = [f for f in rnd.get("fairness", []) if f["challenge"] == ch]
+        # labels are the paper's notation ("PL(1,1)") or words the catalog holds ("No obfuscation")
+        frows = [dict(f, label=_(f["label"]) if f.get("label") else f.get("label"))
+                 for f in rnd.get("fairness", []) if f["challenge"] == ch]
         if frows:
             fairness.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch), "rows": frows})
     ctx = {"rv": rv, "preview": preview, "choice": choice, "tables": tables, "fairness": fairness,
