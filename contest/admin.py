@@ -19,7 +19,18 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 class StoredFileAdmin(ReadOnlyAdmin):
     list_display = ("id", "name", "size", "compressed_size", "sha256", "uploaded_by", "created_at")
     search_fields = ("name", "sha256")
-    exclude = ("blob",)
+
+
+@admin.register(m.StoredChunk)
+class StoredChunkAdmin(ReadOnlyAdmin):
+    """Where each file's content lies, never the content (a chunk is 1 MB of compressed bytes)."""
+
+    list_display = ("id", "file", "seq")
+    exclude = ("data",)
+    list_select_related = ("file",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("data")
 
 
 class PhaseInline(admin.TabularInline):

@@ -53,48 +53,47 @@ class ImmutableQuerySet(models.QuerySet):
         raise PermissionError(f"{self.model.__name__} rows are append-only; delete() is not allowed")
 
 
-class BlobSafeQuerySet(models.QuerySet):
-    """``select_related`` never loads a stored file's bytes through the join.
+class AppendOnlyModel(models.Model):
+    """Rows written once and never edited or deleted (stored files, their chunks, the audit log):
+    ``save`` refuses an existing row, ``delete`` always, and the queryset refuses bulk update and delete.
+    ``append_only`` names what the rows are, for the refusal's message."""
 
-    A page that lists a round's 42 public sets with their pubtraces and
-    reference files needs their names, sizes and hashes, not the hundreds of MB
-    of their ``blob`` columns (that join made the team dashboard take 1.2 s at
-    the 2019 size). Every :class:`StoredFile` reached by a ``select_related``
-    path has its ``blob`` deferred; code that reads the bytes
-    (``storage.read_bytes``) loads them with one query when it needs them.
-    """
+    append_only = "this row"
 
-    def select_related(self, *fields):
-        qs = super().select_related(*fields)
-        blobs = [f"{path}__blob" for path in fields if _leads_to_stored_file(self.model, path)]
-        return qs.defer(*blobs) if blobs else qs
+    objects = ImmutableQuerySet.as_manager()
 
+    class Meta:
+        abstract = True
 
-def _leads_to_stored_file(model, path: str) -> bool:
-    for name in path.split("__"):
-        model = model._meta.get_field(name).related_model
-        if model is None:
-            return False
-    return model is StoredFile
+    def save(self, *args, **kwargs):
+        if self.pk is not None and type(self).objects.filter(pk=self.pk).exists():
+            raise PermissionError(f"{self.append_only} is append-only: never overwritten")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise PermissionError(f"{self.append_only} is append-only: never deleted")
 
 
-class StoredFile(models.Model):
+class StoredFile(AppendOnlyModel):
     """An uploaded or generated file, kept in the database, never edited or deleted.
 
-    ``blob`` holds the zlib-compressed bytes; ``sha256`` and ``size`` describe the
-    original (uncompressed) bytes, which a download returns exactly.
+    The row holds what describes the file; its content is in :class:`StoredChunk` rows: the
+    zlib-compressed bytes cut in pieces of ``contest.services.storage.CHUNK`` bytes. So loading a
+    row (a join, a list of uploads) never loads content, and writing or reading a file of hundreds
+    of MB never holds more than one piece of it in a query (issue 25: a 140 MB upload made the web
+    worker reach 780 MB when its compressed bytes went in and out as one value).
+    ``sha256`` and ``size`` describe the original (uncompressed) bytes, which a download returns exactly.
     """
 
     name = models.CharField(max_length=255, help_text="file name as uploaded or generated")
-    blob = models.BinaryField(help_text="zlib-compressed content")
     sha256 = models.CharField(max_length=64, db_index=True)
     size = models.BigIntegerField(help_text="bytes of the original content")
-    compressed_size = models.BigIntegerField()
+    compressed_size = models.BigIntegerField(help_text="bytes of the zlib-compressed content, all chunks")
     content_type = models.CharField(max_length=100, default="text/csv")
     uploaded_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = ImmutableQuerySet.as_manager()
+    append_only = "a stored file"
 
     class Meta:
         ordering = ["id"]
@@ -102,13 +101,22 @@ class StoredFile(models.Model):
     def __str__(self):
         return f"{self.name} ({self.size} B, sha256 {self.sha256[:12]})"
 
-    def save(self, *args, **kwargs):
-        if self.pk is not None and StoredFile.objects.filter(pk=self.pk).exists():
-            raise PermissionError("a stored file is never overwritten")
-        super().save(*args, **kwargs)
 
-    def delete(self, *args, **kwargs):
-        raise PermissionError("a stored file is never deleted")
+class StoredChunk(AppendOnlyModel):
+    """Piece ``seq`` (from 0) of a stored file's zlib-compressed content; every piece but the last is
+    exactly ``storage.CHUNK`` bytes. Written once with its file, never edited or deleted."""
+
+    file = models.ForeignKey(StoredFile, on_delete=models.PROTECT, related_name="chunks")
+    seq = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    append_only = "a stored file's content"
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["file", "seq"], name="stored_chunk_once")]
+
+    def __str__(self):
+        return f"chunk {self.seq} of stored file {self.file_id}"
 
 
 class Contest(models.Model):
@@ -217,7 +225,6 @@ class Round(models.Model):
     training_kind = models.CharField(max_length=10, blank=True, default="", choices=TRAINING_KINDS)
     results_published_at = models.DateTimeField(null=True, blank=True,
                                                  help_text="when the results of this round were first published")
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["contest", "number"]
@@ -311,7 +318,6 @@ class Dataset(models.Model):
     seed = models.BigIntegerField()
     generator = models.CharField(max_length=100, help_text="synthesizer name and version")
     created_at = models.DateTimeField(default=timezone.now)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["round", "number", "challenge"]
@@ -352,7 +358,6 @@ class AnonymizedSet(models.Model):
     # set_analyses job at the phase close: {"inputs": SHA-256, "figures": {...}} (contest.services.analyses).
     analyses = models.JSONField(null=True, blank=True, editable=False)
     scored_at = models.DateTimeField(null=True, blank=True)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset", "seq"]
@@ -380,7 +385,6 @@ class PrivacyPreview(models.Model):
     leak_map = models.JSONField(help_text="scoring.preview.leak_map as lists of M counts")
     seed = models.BigIntegerField()
     computed_at = models.DateTimeField(default=timezone.now)
-    objects = BlobSafeQuerySet.as_manager()
 
     def __str__(self):
         return f"preview of {self.anonymized_set}"
@@ -399,7 +403,6 @@ class PublicSet(models.Model):
     #: pseudonymized before commitments were salted (their commitment is the ptable's plain SHA-256).
     commitment_nonce = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset"]
@@ -432,7 +435,6 @@ class Attack(models.Model):
     uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
     scored_at = models.DateTimeField(null=True, blank=True)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["target", "attacker", "kind", "seq"]
@@ -503,7 +505,6 @@ class JudgeAttackResult(models.Model):
     score = models.FloatField()
     current = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=timezone.now)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["public_set", "algorithm", "id"]
@@ -535,7 +536,6 @@ class Score(models.Model):
     per_user = models.JSONField(null=True, blank=True, editable=False)
     current = models.BooleanField(default=True)
     computed_at = models.DateTimeField(default=timezone.now)
-    objects = BlobSafeQuerySet.as_manager()
 
     class Meta:
         ordering = ["dataset", "metric", "id"]
@@ -651,7 +651,7 @@ class Announcement(models.Model):
         return f"{self.contest.slug}: {self.title}"
 
 
-class AuditLog(models.Model):
+class AuditLog(AppendOnlyModel):
     """Append-only record of uploads, selections, phase changes, re-scores, publications."""
 
     contest = models.ForeignKey(Contest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
@@ -662,18 +662,10 @@ class AuditLog(models.Model):
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
-    objects = ImmutableQuerySet.as_manager()
+    append_only = "the audit log"
 
     class Meta:
         ordering = ["id"]
 
     def __str__(self):
         return f"{self.action} {self.object_type} {self.object_id}".rstrip()
-
-    def save(self, *args, **kwargs):
-        if self.pk is not None:
-            raise PermissionError("the audit log is append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args, **kwargs):
-        raise PermissionError("the audit log is append-only")

@@ -83,8 +83,9 @@ def set_weights(sets: SetTable) -> sp.csr_matrix:
     """(n_sets, M) sparse matrix: row g has 1/|G| at each member of set g (empty for the deletion)."""
     sizes = np.diff(sets.indptr)
     data = np.repeat(1.0 / np.maximum(sizes, 1), sizes)
-    return sp.csr_matrix((data, sets.members.astype(np.int64), sets.indptr.astype(np.int64)),
-                         shape=(sets.n_sets, sets.M))
+    # The members as they are (int32): scipy keeps 32-bit indices when they fit, so a table of tens of
+    # millions of members is not copied to int64 and back (issue 25: 435 MB less at 36M members).
+    return sp.csr_matrix((data, sets.members, sets.indptr), shape=(sets.n_sets, sets.M))
 
 
 def _check_aligned(original: Traces, anonymized: AnonymizedTraces) -> None:

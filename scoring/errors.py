@@ -108,6 +108,10 @@ MESSAGES: dict[str, str] = {
     "set_spacing": gettext_noop("separate the region ids of a set by single spaces, found '{cell}'"),
     "set_member": gettext_noop("'{part}' in '{cell}' is not a region id"),
     "set_repeat": gettext_noop("region {region} appears twice in the set '{cell}'"),
+    "set_members_too_many": gettext_noop(
+        "the file's distinct cells name {count} region ids in all (each distinct cell counted once, however "
+        "often it appears); the judge scores at most {limit}, which keeps a scoring job within its memory. "
+        "A generalization uses far fewer distinct sets: repeat the same sets across rows"),
     # order and completeness of (id, time_id) rows
     "row_repeat": gettext_noop("{idcol} {id}, time_id {time} appears twice (also on line {other})"),
     "row_order": gettext_noop("{idcol} {id}, time_id {time} comes after {idcol} {prev_id}, time_id {prev_time}: "

@@ -121,7 +121,7 @@ def write_bundle(dest, entries: Iterable[Entry | Member], *, manifest: dict | No
         for i, member in enumerate(rows):
             if on_member is not None:
                 on_member(i, len(rows), member)
-            stored = StoredFile.objects.get(pk=member.file_id)  # one at a time: a blob can be hundreds of MB
+            stored = StoredFile.objects.get(pk=member.file_id)  # its content streams from its chunks
             with zf.open(member.path, "w", force_zip64=True) as out:
                 for chunk in storage.iter_bytes(stored):
                     out.write(chunk)

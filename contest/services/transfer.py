@@ -45,7 +45,7 @@ SECTIONS = [
     ("awards", m.Award, "snapshot__contest"),
     ("audit", m.AuditLog, "contest"),
 ]
-SKIP_FIELDS = {"id", "invitation_code", "blob", "compressed_size"}
+SKIP_FIELDS = {"id", "invitation_code", "compressed_size"}
 User = None
 
 
@@ -83,8 +83,8 @@ def _files_of(contest) -> list:
     refs.update(m.Attack.objects.filter(attacker__contest=contest).values_list("file_id", flat=True))
     refs.update(m.JudgeAttackResult.objects.filter(public_set__dataset__round__contest=contest)
                 .values_list("output_id", flat=True))
-    # without the blobs: the bundle streams each file out of storage on its own
-    return list(m.StoredFile.objects.filter(pk__in=refs).defer("blob").order_by("pk"))
+    # the rows only: the bundle streams each file's content out of storage on its own
+    return list(m.StoredFile.objects.filter(pk__in=refs).order_by("pk"))
 
 
 def export_contest(contest: m.Contest, dest) -> dict:

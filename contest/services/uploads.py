@@ -211,8 +211,8 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     grid = contest.grid()
     truth = data.traces(dataset.original, grid)
     try:
-        csv = storage.read_csv_bytes(aset.file, contest.upload_size_limit)
-        anon = data.anotraces(csv, grid, truth)
+        # the CSV text is dropped as soon as it is parsed (it would sit beside the analyses' peak)
+        anon = data.anotraces(storage.read_csv_bytes(aset.file, contest.upload_size_limit), grid, truth)
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         return _set_rejected(aset, issues, total)

@@ -53,9 +53,8 @@ def _team_or_403(request, contest):
 # ---------------------------------------------------------------- files
 def download(request, file_id):
     """Stream a stored file's exact bytes, if ``contest.permissions`` allows this user to read it."""
-    stored = get_object_or_404(StoredFile.objects.defer("blob"), pk=file_id)
+    stored = get_object_or_404(StoredFile, pk=file_id)
     require(permissions.can_read_file(request.user, stored))
-    stored = StoredFile.objects.get(pk=file_id)
     response = StreamingHttpResponse(storage.iter_bytes(stored), content_type=_content_type(stored.name))
     response["Content-Disposition"] = content_disposition_header(True, stored.name)
     response["Content-Length"] = str(stored.size)

@@ -1,10 +1,13 @@
 """Region cells (a region id, a space-separated set, ``*``), interned: each distinct text parsed once."""
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
-from ..errors import IssueCollector, issue, show_value
+from ..errors import IssueCollector, ValidationError, issue, show_value
 from ..traces import SetTable
+from . import formats
 from .formats import DIGIT, MAX_DIGITS
 from .text import parse_digit_fields
 
@@ -157,16 +160,25 @@ def _cell_issue(line: int, column: str, shown: str, code: str, params: dict):
 
 
 def intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: bool,
-                  column: str = "reg_id", first_line: int = 2):
+                  column: str = "reg_id", first_line: int = 2, max_set_members: int | None = None):
     """Map each cell text to a set id, parsing each distinct text once.
 
     Args:
         cells: list of n cell texts (bytes), in row order.
+        max_set_members: most region ids the distinct texts may name in all (default
+            :data:`~scoring.io.formats.MAX_SET_MEMBERS`); counted before anything is parsed.
     Returns:
         (events (n,) int32 set ids, SetTable). Rows with a bad cell get set
         id M (deletion) and an issue.
+    Raises:
+        ValidationError: ``set_members_too_many``, the file as a whole.
     """
     distinct = list(dict.fromkeys(cells))        # first-appearance order, C-speed
+    limit = formats.MAX_SET_MEMBERS if max_set_members is None else max_set_members
+    # a region id per space-separated part (an upper bound for a malformed text): bytes.count at C speed
+    named = len(distinct) + sum(map(bytes.count, distinct, itertools.repeat(b" ")))
+    if named > limit:
+        raise ValidationError.of("set_members_too_many", count=f"{named:,}", limit=f"{limit:,}")
     lookup = dict(zip(distinct, range(len(distinct))))
     codes = np.fromiter(map(lookup.__getitem__, cells), dtype=np.int64, count=len(cells))
     del lookup

@@ -17,6 +17,13 @@ ETRACES_HEADER = "reg_id"
 #: file): bounds memory and time on a file of millions of empty lines.
 MAX_ROWS = 5_000_000
 
+#: Most region ids the distinct generalized sets of one file may name in all, each distinct set counted
+#: once however often it appears (issue 25: a worker's memory for any file the size cap admits). Scoring
+#: holds about 22 bytes for each (the parsed members, the interned table, the analyses' sparse weights):
+#: with MAX_ROWS rows a scoring job stays under 1.5 GB. A 200 MB file of distinct random sets can name
+#: about 70 million; a generalization names a few thousand (a few hundred distinct sets), far below.
+MAX_SET_MEMBERS = 40_000_000
+
 #: Bytes read or decompressed per step, so a size limit is checked while data streams.
 CHUNK = 1 << 20
 #: Most digits a number may have (SPEC 5 is silent; 9 digits fit every id and keep int64 exact).

@@ -9,6 +9,7 @@ and the site answers nothing (checked first: the attack is real); through nginx 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -86,7 +87,31 @@ def test_the_edge_refuses_a_body_over_the_cap_unread_and_passes_chunked_bodies_o
     conn.putheader("Content-Type", "application/json")
     conn.putheader("Content-Length", str(settings.TRACECUP_MAX_REQUEST_BYTES + 1))
     conn.endheaders()
-    assert conn.getresponse().status == 413  # answered before a byte of the body was sent
+    r = conn.getresponse()
+    assert r.status == 413  # answered before a byte of the body was sent
+    body = json.loads(r.read())
+    # the site's own answer, not nginx's page: the API's error shape and the site's headers
+    assert body["error"]["code"] == "request_too_large" and ".gz" in body["error"]["message"], body
+    assert r.getheader("Content-Security-Policy")
+    conn.close()
+    # a page's form post over the cap, in Japanese: the site's 413 page in the asker's language
+    conn = http.client.HTTPConnection("127.0.0.1", nginx, timeout=10)
+    conn.putrequest("POST", "/login/")
+    for k, v in (("Content-Type", "multipart/form-data; boundary=x"), ("Accept", "text/html"),
+                 ("Accept-Language", "ja"), ("Content-Length", str(settings.TRACECUP_MAX_REQUEST_BYTES + 1))):
+        conn.putheader(k, v)
+    conn.endheaders()
+    r = conn.getresponse()
+    page = r.read().decode()
+    assert (r.status, r.getheader("Content-Type", "").split(";")[0]) == (413, "text/html"), page[:300]
+    assert "<html" in page and ".gz" in page and "圧縮" in page, page[:600]
+    assert r.getheader("Content-Security-Policy")
+    conn.close()
+    # a client cannot mark its own request as over the cap to reach that answer with a small body
+    conn = http.client.HTTPConnection("127.0.0.1", nginx, timeout=10)
+    conn.request("POST", "/api/auth/token/", body=b'{"username": "nobody", "password": "wrong"}',
+                 headers={"Content-Type": "application/json", "X-TraceCup-Over-Cap": "1"})
+    assert conn.getresponse().status == 400
     conn.close()
     conn = http.client.HTTPConnection("127.0.0.1", nginx, timeout=10)
     conn.request("POST", "/api/auth/token/", body=iter([b'{"username": "nobody", ', b'"password": "wrong"}']),

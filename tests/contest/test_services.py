@@ -149,6 +149,33 @@ def test_rejected_upload_keeps_errors_and_does_not_count(generated):
         uploads.submit_anonymized_set(user=user("alpha2"), dataset=ds, content=anonymize_csv(ds), name="h.csv")
 
 
+def test_an_upload_whose_distinct_sets_name_too_many_regions_is_rejected_with_the_bound(generated, monkeypatch):
+    """The worker's memory bound (issue 25): an upload past ``MAX_SET_MEMBERS`` is stored, rejected with one
+    issue naming its count and the bound (in the team's language on the page), and does not count."""
+    from django.utils import translation
+
+    from contest.web.common import issue_rows
+    from scoring.io import formats
+
+    ds = _team_ds(generated, 1, 1)
+    rows = SMALL_USERS * 40
+    content = b"reg_id\n" + b"".join(f"{1 + k % 900} {901 + k % 100}\n".encode() for k in range(rows))
+    monkeypatch.setattr(formats, "MAX_SET_MEMBERS", 1_000)
+    aset = uploads.score_anonymized_set(uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds,
+                                                                      content=content, name="many.csv"))
+    assert aset.status == AnonymizedSet.REJECTED and aset.error_total == 1
+    assert aset.errors[0]["code"] == "set_members_too_many"
+    named = 2 * len({(k % 900, k % 100) for k in range(rows)})
+    assert f"{named:,} region ids" in aset.errors[0]["message"] and "at most 1,000" in aset.errors[0]["message"]
+    with translation.override("ja"):
+        [row] = issue_rows(aset.errors)
+    assert "1,000" in row["text"] and "region ids" not in row["text"]
+    assert storage.read_bytes(aset.file) == content                       # kept as sent
+    monkeypatch.setattr(formats, "MAX_SET_MEMBERS", named)
+    again = uploads.score_anonymized_set(aset, force=True)
+    assert again.status in (AnonymizedSet.VALID, AnonymizedSet.INVALID)   # at the bound it is scored
+
+
 def test_gz_and_zip_uploads(generated):
     ds = _team_ds(generated, 2, 2)
     content = anonymize_csv(ds)

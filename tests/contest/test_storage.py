@@ -6,6 +6,7 @@ import hashlib
 import io
 import os
 import zipfile
+import zlib
 
 import pytest
 
@@ -24,20 +25,25 @@ def test_store_and_stream_exact_bytes():
     f = StoredFile.objects.get(pk=f.pk)
     assert f.sha256 == hashlib.sha256(data).hexdigest() and f.size == len(data)
     assert storage.read_bytes(f) == data
-    assert b"".join(storage.iter_bytes(f, chunk=4096)) == data
+    assert b"".join(storage.iter_bytes(f)) == data
+    # the content is cut in chunks of CHUNK compressed bytes (the last one shorter), in order
+    sizes = list(f.chunks.order_by("seq").values_list("seq", "data"))
+    assert [seq for seq, _ in sizes] == list(range(len(sizes))) and len(sizes) == 3
+    assert [len(d) for _, d in sizes[:-1]] == [storage.CHUNK] * (len(sizes) - 1)
+    assert sum(len(d) for _, d in sizes) == f.compressed_size
 
 
-def test_streaming_a_stored_file_never_holds_its_blob():
-    """A download streams: the compressed blob is read from the database slice by slice, so the
-    process's peak allocation while streaming 12 MB (incompressible) stays near one slice."""
+def test_streaming_a_stored_file_never_holds_its_content():
+    """A download streams: the compressed content is read from the database a chunk at a time, so the
+    process's peak allocation while streaming 12 MB (incompressible) stays near one chunk."""
     import tracemalloc
 
     data = os.urandom(12 << 20)
-    f = StoredFile.objects.defer("blob").get(pk=storage.store_bytes(data, "big.bin").pk)
+    f = StoredFile.objects.get(pk=storage.store_bytes(data, "big.bin").pk)
     sha = hashlib.sha256()
     tracemalloc.start()
     try:
-        for part in storage.iter_bytes(f, chunk=1 << 20):
+        for part in storage.iter_bytes(f):
             sha.update(part)
         _, peak = tracemalloc.get_traced_memory()
     finally:
@@ -115,6 +121,12 @@ def test_stored_files_are_never_overwritten_or_deleted():
     with pytest.raises(PermissionError):
         StoredFile.objects.all().delete()
     assert StoredFile.objects.get(pk=f.pk).name == "a.csv"
+    chunk = f.chunks.get()                                   # its content: append-only the same way
+    chunk.data = b"x"
+    for refused in (chunk.save, chunk.delete, lambda: f.chunks.update(data=b"y"), lambda: f.chunks.all().delete()):
+        with pytest.raises(PermissionError):
+            refused()
+    assert storage.read_bytes(f) == b"abc"
 
 
 def test_audit_log_is_append_only():
@@ -181,3 +193,90 @@ def test_duplicate_slug_is_refused():
     create_contest(contest_spec())
     with pytest.raises(SetupError, match="already exists"):
         create_contest(contest_spec())
+
+
+def test_an_upload_is_stored_holding_a_few_chunks_whatever_its_size():
+    """A request's file (spooled to disk) is hashed and compressed into a temporary file, then written a
+    chunk per query: the process's peak allocation for 16 MB (incompressible) is a few chunks (a slice read, its
+    compressed piece, the chunk written and the driver's quoted copy of it), not the upload."""
+    import tempfile
+    import tracemalloc
+
+    data = os.urandom(16 << 20)
+    with tempfile.TemporaryFile() as upload:
+        upload.write(data)
+        tracemalloc.start()
+        try:
+            f = storage.store_upload(upload, "upload.csv")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert peak < 7 * storage.CHUNK, f"peak {peak / 2**20:.1f} MB while storing a 16 MB upload"
+    assert storage.read_bytes(StoredFile.objects.get(pk=f.pk)) == data
+
+
+def test_a_store_that_fails_midway_leaves_no_file_and_no_chunk(monkeypatch):
+    """The row and all its chunks are written in one transaction: a failure after some chunks leaves nothing
+    (no reader ever finds a file with part of its content)."""
+    from contest.models import StoredChunk
+
+    files, chunks = StoredFile.objects.count(), StoredChunk.objects.count()
+    real, written = StoredChunk.objects.create, []
+
+    def failing_create(**kw):
+        if len(written) == 2:
+            raise OSError("disk full")
+        written.append(kw["seq"])
+        return real(**kw)
+
+    monkeypatch.setattr(StoredChunk.objects, "create", failing_create)
+    with pytest.raises(OSError, match="disk full"):
+        storage.store_bytes(os.urandom(5 << 20), "torn.bin")
+    assert written == [0, 1]
+    assert (StoredFile.objects.count(), StoredChunk.objects.count()) == (files, chunks)
+
+
+def test_a_corrupted_chunk_fails_the_sha256_check():
+    from contest.models import StoredChunk
+
+    data = os.urandom(3 << 20)
+    f = storage.store_bytes(data, "x.bin")
+    chunk = StoredChunk.objects.get(file=f, seq=1)
+    # a damaged piece of the same length (the database's fault: the app has no way to update a chunk)
+    from django.db import connection
+    with connection.cursor() as cursor:
+        damaged = bytes(chunk.data)[:100] + bytes(100) + bytes(chunk.data)[200:]
+        cursor.execute(f"UPDATE {StoredChunk._meta.db_table} SET data = %s WHERE id = %s",  # noqa: S608 - the model's own table name
+                       [damaged, chunk.pk])
+    for read in (storage.read_bytes, lambda f: b"".join(storage.iter_bytes(f))):
+        with pytest.raises((OSError, zlib.error), match="SHA-256|Error -3"):  # a digest or an inflate error
+            read(f)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_cuts_each_stored_blob_into_chunks_and_back():
+    """Migration 0017 moves each file's one-column content into chunks of CHUNK bytes (same bytes, same
+    SHA-256) and joins them again when migrated back."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before, after = [("contest", "0016_snapshot_schema_version")], [("contest", "0017_stored_file_chunks")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    try:
+        old = MigrationExecutor(connection).loader.project_state(before).apps.get_model("contest", "StoredFile")
+        data = os.urandom((5 << 20) // 2) * 2   # 2.5 MB repeated: compresses to about 2.5 MB, three chunks
+        blob = zlib.compress(data, 1)
+        pk = old.objects.create(name="old.bin", blob=blob, sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+                                compressed_size=len(blob)).pk
+        empty = old.objects.create(name="empty.csv", blob=zlib.compress(b""), sha256=hashlib.sha256(b"").hexdigest(),
+                                   size=0, compressed_size=len(zlib.compress(b""))).pk
+        MigrationExecutor(connection).migrate(after)
+        f = StoredFile.objects.get(pk=pk)
+        assert f.chunks.count() == -(-len(blob) // storage.CHUNK) >= 2
+        assert storage.read_bytes(f) == data and b"".join(storage.iter_bytes(f)) == data
+        assert storage.read_bytes(StoredFile.objects.get(pk=empty)) == b""
+        MigrationExecutor(connection).migrate(before)
+        assert bytes(old.objects.get(pk=pk).blob) == blob
+    finally:
+        MigrationExecutor(connection).migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

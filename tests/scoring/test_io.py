@@ -132,6 +132,25 @@ def test_sets_are_interned_whatever_the_member_order():
     assert list(one.events.ravel()) == [6, GRID.M, 6, GRID.M]   # singleton = region index, '*' = M
 
 
+def test_distinct_sets_naming_more_region_ids_than_the_judge_scores_are_refused_before_parsing(monkeypatch):
+    """The bound on a worker's memory (issue 25): the region ids the distinct cells name in all, each
+    distinct cell counted once however often it repeats, are counted before anything is parsed."""
+    from scoring.io import formats
+
+    t = small_truth(m=2, L=4)
+    rows = [b"1 2 3", b"4 5 6", b"1 2 3", b"7 8", b"*", b"9", b"1 2 3", b"4 5 6"]   # distinct: 3+3+2+1+1 = 10
+    data = b"reg_id\n" + b"\n".join(rows) + b"\n"
+    monkeypatch.setattr(formats, "MAX_SET_MEMBERS", 10)
+    assert sio.read_anotraces(data, GRID, t).sets.n_sets == GRID.M + 1 + 3       # at the bound: read
+    monkeypatch.setattr(formats, "MAX_SET_MEMBERS", 9)
+    e = raises(sio.read_anotraces, data, GRID, t)
+    assert [i.code for i in e.issues] == ["set_members_too_many"]
+    assert "10 region ids" in str(e) and "at most 9" in str(e)
+    # a repeated set is counted once: the same rows with every cell alike are far below
+    monkeypatch.setattr(formats, "MAX_SET_MEMBERS", 3)
+    assert sio.read_anotraces(b"reg_id\n" + b"1 2 3\n" * 8, GRID, t).events.size == 8
+
+
 def test_pubtraces_ptable_etable_etraces_round_trip():
     t = small_truth(m=3, L=2)
     sets = SetTable.from_sets(GRID.M, [[10, 11]])
