@@ -253,6 +253,7 @@ def replicate_values(results, attack_vectors: list, *, seed: int,
         if row.set in valid and not not_counted_reason(row, valid[row.set]):
             by_set.setdefault((row.set, row.kind), []).append((row, vec))
     attempts = []
+    drawn: dict = {}   # the set whose replicates were drawn last -> (replicates, m) counts: I and T share them
     for (ref, _kind), rows in sorted(by_set.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         score = np.array([float(row.score) for row, _ in rows])
         se = np.zeros(len(rows))
@@ -262,8 +263,10 @@ def replicate_values(results, attack_vectors: list, *, seed: int,
             num = np.stack([rows[i][1]["num"] for i in have])
             den = np.stack([rows[i][1].get("den", np.ones(num.shape[1])) for i in have])
             se[have] = ratio_estimates(num, den)[1]
-            counts = resample_counts(num.shape[1], B, seed=derived_seed(seed, ref.key))
-            boot[have] = (num @ counts.T) / (den @ counts.T)
+            if ref not in drawn:
+                drawn = {ref: resample_counts(num.shape[1], B, seed=derived_seed(seed, ref.key))}
+            counts = drawn[ref]
+            boot[have] = (num @ counts.T) / _replicate_totals(den, counts)
         table = np.empty((len(rows), first_boot + B))
         table[:, 0] = score
         for n, (lo, hi) in bounds.items():
@@ -274,6 +277,15 @@ def replicate_values(results, attack_vectors: list, *, seed: int,
                          attempts=attempts, columns=first_boot + B)
     return values, Columns(published=0, bounds=bounds, bootstrap=slice(first_boot, first_boot + B),
                            attempts=tuple(attempts))
+
+
+def _replicate_totals(den: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """(A, B) the denominators' totals in each replicate: ``den @ counts.T``, computed once when every
+    attempt has the same per-user denominators (a set's T attacks all weigh its users by the original
+    traces; an I attack weighs each user 1) and broadcast to the A attempts."""
+    if (den == den[0]).all():
+        return np.broadcast_to(den[:1] @ counts.T, (den.shape[0], counts.shape[0]))
+    return den @ counts.T
 
 
 def results_uncertainty(results, utility_vectors: dict, attack_vectors: list, *, seed: int,

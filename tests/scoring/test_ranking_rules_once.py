@@ -23,7 +23,7 @@ from scoring.results import (
     rankings_at,
 )
 from scoring.uncertainty import replicate_values
-from tests.scoring.test_results_golden import ATTACKS, BENCH, TEAMS, UTILITY, S, W, at
+from tests.scoring.test_results_golden import ATTACKS, BENCH, TEAMS, TR, UTILITY, S, W, at
 from tests.scoring.test_results_golden import RE as RE_
 
 M = 100
@@ -97,3 +97,38 @@ def test_column_zero_is_the_published_results_and_every_column_follows_the_same_
             if name.startswith("leaderboard:"):
                 assert mine[name] == order, (c, name)
 
+
+
+def test_bootstrap_columns_are_each_attempts_ratio_on_its_sets_replicates():
+    """Each bootstrap column of an attempt is sum(num * c_b) / sum(den * c_b) with c_b the b-th draw of
+    its set's users (``resample_counts`` with the set's own seed): I and T attempts on a set share the
+    draws, and a set's T attempts that weigh the users alike share the denominators (computed once,
+    issue 23), while one that weighs them otherwise keeps its own."""
+    from scoring.seeds import derived_seed
+    from scoring.uncertainty import resample_counts
+
+    rng = np.random.default_rng(3)
+    weights = {}
+    vectors = []
+    for i, (row, vec) in enumerate(_vectors(seed=1)):
+        if vec is not None and row.kind == TR:
+            w = weights.setdefault(row.set, rng.random(M) + 0.5)
+            if i % 5 == 0:
+                w = w * rng.random(M)                         # an attempt whose users weigh otherwise
+            vec = {"num": vec["num"] * w, "den": w}
+        vectors.append((row, vec))
+    res = _run(VARIANT_2019, "team-id", ATTACKS + EXTRA)
+    B = 40
+    _values, cols = replicate_values(res, vectors, seed=7, replicates=B)
+    parts = {id(row): vec for row, vec in vectors}
+    checked = set()
+    for row, table in cols.attempts:
+        vec = parts[id(row)]
+        if vec is None:
+            assert (table[cols.bootstrap] == row.score).all()
+            continue
+        counts = resample_counts(M, B, seed=derived_seed(7, row.set.key))
+        den = vec.get("den", np.ones(M))
+        np.testing.assert_allclose(table[cols.bootstrap], (counts @ vec["num"]) / (counts @ den), rtol=1e-12)
+        checked.add((row.kind, "den" in vec and not np.array_equal(vec["den"], weights[row.set])))
+    assert checked == {(RE_, False), (TR, False), (TR, True)}, checked
