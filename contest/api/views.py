@@ -238,17 +238,22 @@ class _TeamUploadDetail(APIView):
         return Response(self.serializer(upload).data)
 
 
-@extend_schema_view(get=extend_schema(responses=S.AnonymizedSetSerializer(many=True)))
-class AnonymizedSetList(_TeamUploadList):
-    serializer = S.AnonymizedSetSerializer
-    visible = selectors.anonymized_sets_for
+def _team_upload_views(name: str, serializer, *, visible, uploads, can_read) -> tuple[type, type]:
+    """``<name>List`` and ``<name>Detail``, the two read endpoints of one kind of team upload (anonymized
+    sets, attacks): what differs between the kinds is their serializer, their selector ``visible(user,
+    contest)``, the queryset ``uploads`` a detail is read from and the permission ``can_read(user, upload)``."""
+    def view(base, suffix: str, responses, **attrs) -> type:
+        cls = type(name + suffix, (base,), {"__module__": __name__, "__qualname__": name + suffix,
+                                            "serializer": serializer, **attrs})
+        return extend_schema_view(get=extend_schema(responses=responses))(cls)
+    return (view(_TeamUploadList, "List", serializer(many=True), visible=visible),
+            view(_TeamUploadDetail, "Detail", serializer, uploads=uploads, can_read=can_read))
 
 
-@extend_schema_view(get=extend_schema(responses=S.AnonymizedSetSerializer))
-class AnonymizedSetDetail(_TeamUploadDetail):
-    serializer = S.AnonymizedSetSerializer
-    uploads = AnonymizedSet.objects.select_related("dataset__round__contest", "team")
-    can_read = permissions.can_read_anonymized_set
+AnonymizedSetList, AnonymizedSetDetail = _team_upload_views(
+    "AnonymizedSet", S.AnonymizedSetSerializer, visible=selectors.anonymized_sets_for,
+    uploads=AnonymizedSet.objects.select_related("dataset__round__contest", "team"),
+    can_read=permissions.can_read_anonymized_set)
 
 
 def _preview_of(request, pk) -> PrivacyPreview:
@@ -310,17 +315,10 @@ class AttackUpload(APIView):
                          Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
 
 
-@extend_schema_view(get=extend_schema(responses=S.AttackSerializer(many=True)))
-class AttackList(_TeamUploadList):
-    serializer = S.AttackSerializer
-    visible = selectors.attacks_for
-
-
-@extend_schema_view(get=extend_schema(responses=S.AttackSerializer))
-class AttackDetail(_TeamUploadDetail):
-    serializer = S.AttackSerializer
-    uploads = Attack.objects.select_related("attacker__contest", "target__dataset")
-    can_read = permissions.can_read_attack
+AttackList, AttackDetail = _team_upload_views(
+    "Attack", S.AttackSerializer, visible=selectors.attacks_for,
+    uploads=Attack.objects.select_related("attacker__contest", "target__dataset"),
+    can_read=permissions.can_read_attack)
 
 
 # ----- jobs and scores -------------------------------------------------------------------------
