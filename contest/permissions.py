@@ -211,18 +211,29 @@ def can_see_commitment_nonce(user, public_set: PublicSet) -> Decision:
     return deny(gettext_noop("the commitment's nonce is revealed with the results"))
 
 
-def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
-    if is_organizer(user, aset.dataset.round.contest) or is_member(user, aset.team):
+def _team_upload(user, contest: Contest, team: Team, reason: str) -> Decision:
+    """A team's upload (anonymized set or attack) is visible to that team and the contest's organizers only."""
+    if is_organizer(user, contest) or is_member(user, team):
         return ALLOW
-    return deny(gettext_noop("an anonymized upload is visible to its team and the organizers only"))
+    return deny(reason)
+
+
+def _team_uploads(user, contest: Contest, queryset, team_field: str):
+    """:func:`_team_upload` as a filter of ``queryset`` (uploads of ``contest`` whose team is ``team_field``)."""
+    if is_organizer(user, contest):
+        return queryset
+    team = team_of(user, contest)
+    return queryset.filter(**{team_field: team}) if team else queryset.none()
+
+
+def can_read_anonymized_set(user, aset: AnonymizedSet) -> Decision:
+    return _team_upload(user, aset.dataset.round.contest, aset.team,
+                       gettext_noop("an anonymized upload is visible to its team and the organizers only"))
 
 
 def readable_anonymized_sets(user, contest: Contest, queryset):
     """:func:`can_read_anonymized_set` as a filter of ``queryset`` (anonymized sets of ``contest``)."""
-    if is_organizer(user, contest):
-        return queryset
-    team = team_of(user, contest)
-    return queryset.filter(team=team) if team else queryset.none()
+    return _team_uploads(user, contest, queryset, "team")
 
 
 def can_read_preview(user, aset: AnonymizedSet) -> Decision:
@@ -233,17 +244,13 @@ def can_read_preview(user, aset: AnonymizedSet) -> Decision:
 
 
 def can_read_attack(user, attack: Attack) -> Decision:
-    if is_organizer(user, attack.attacker.contest) or is_member(user, attack.attacker):
-        return ALLOW
-    return deny(gettext_noop("an attack upload is visible to its team and the organizers only"))
+    return _team_upload(user, attack.attacker.contest, attack.attacker,
+                       gettext_noop("an attack upload is visible to its team and the organizers only"))
 
 
 def readable_attacks(user, contest: Contest, queryset):
     """:func:`can_read_attack` as a filter of ``queryset`` (attack uploads of ``contest``)."""
-    if is_organizer(user, contest):
-        return queryset
-    team = team_of(user, contest)
-    return queryset.filter(attacker=team) if team else queryset.none()
+    return _team_uploads(user, contest, queryset, "attacker")
 
 
 def can_read_judge_attack(user, result: JudgeAttackResult) -> Decision:

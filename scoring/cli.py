@@ -160,6 +160,23 @@ def _attack_seeds(text: str | None) -> dict[str, int] | None:
     return seeds
 
 
+#: The contest's scoring parameters as options, each declared once for the commands that take it.
+SCORING_OPTIONS = {
+    "--convention": dict(choices=scores.CONVENTIONS, default=scores.MEAN_DISTANCE,
+                         help="utility of a generalized set (default: mean-distance, the paper's)"),
+    "--s-req": dict(type=float, default=0.7, help="utility a valid set needs (default 0.7)"),
+    "--hospital-weight": dict(type=float, default=10.0, help="weight of hospital events (default 10)"),
+    "--lambda-u": dict(type=float, default=2.0, help="lambda_U in km (default 2)"),
+    "--lambda-t": dict(type=float, default=2.0, help="lambda_T in km (default 2)"),
+}
+
+
+def add_scoring_options(p, *flags: str) -> None:
+    """Add the :data:`SCORING_OPTIONS` named by ``flags`` to ``p``, in that order."""
+    for flag in flags:
+        p.add_argument(flag, **SCORING_OPTIONS[flag])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m scoring`` argument parser (with any plugged-in subcommands)."""
     parser = argparse.ArgumentParser(prog="python -m scoring",
@@ -170,9 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("utility", help="utility score s_U of anonymized traces")
     p.add_argument("truth", metavar="TRUTH", help="original traces (user_id,time_id,reg_id)")
     p.add_argument("anonymized", metavar="ANONYMIZED", help="anonymized traces (reg_id)")
-    p.add_argument("--convention", choices=scores.CONVENTIONS, default=scores.MEAN_DISTANCE,
-                   help="utility of a generalized set (default: mean-distance, the paper's)")
-    p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
+    add_scoring_options(p, "--convention", "--lambda-u")
     add_grid_argument(p)
     p.set_defaults(func=cmd_utility)
 
@@ -184,8 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trace", help="trace-inference privacy s_T of an etraces file")
     p.add_argument("truth", metavar="TRUTH", help="original traces (user_id,time_id,reg_id)")
     p.add_argument("etraces", metavar="ETRACES", help="estimated traces (reg_id)")
-    p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
-    p.add_argument("--lambda-t", type=float, default=2.0, help="lambda_T in km (default 2)")
+    add_scoring_options(p, "--hospital-weight", "--lambda-t")
     add_grid_argument(p)
     p.set_defaults(func=cmd_trace)
 
@@ -220,12 +234,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="info_time.csv of the round: the clock of the 8:00-8:59 attacks (default: 2019's)")
     p.add_argument("--per-user", metavar="OUT_CSV", default=None,
                    help="write the per-user risk table (who is re-identified, by which attack)")
-    p.add_argument("--convention", choices=scores.CONVENTIONS, default=scores.MEAN_DISTANCE,
-                   help="utility of a generalized set (default: mean-distance)")
-    p.add_argument("--s-req", type=float, default=0.7, help="utility a valid set needs (default 0.7)")
-    p.add_argument("--hospital-weight", type=float, default=10.0, help="weight of hospital events (default 10)")
-    p.add_argument("--lambda-u", type=float, default=2.0, help="lambda_U in km (default 2)")
-    p.add_argument("--lambda-t", type=float, default=2.0, help="lambda_T in km (default 2)")
+    add_scoring_options(p, "--convention", "--s-req", "--hospital-weight", "--lambda-u", "--lambda-t")
     p.add_argument("--attacks", metavar="NAMES", default=None,
                    help="comma-separated judge attacks (default: I1-I3 and T1-T3)")
     p.add_argument("--sample-2019", action="store_true",

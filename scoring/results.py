@@ -206,34 +206,36 @@ class SetResult:
 
 
 @dataclass(frozen=True)
-class TeamRound:
-    """One team's quantities in one round (SPEC 9), before weighting.
+class TeamQuantities:
+    """A team's quantities of SPEC 9 (:data:`TEAM_FIELDS`): one round's in :class:`TeamRound`, their
+    round-weighted totals in :class:`TeamTotal`.
 
-    ``attack_sum_i`` / ``attack_sum_t``: the attacker sums (lower = stronger
-    attacker); ``n_targets``: number of valid sets of other teams and the
-    benchmark in the round (the value of an attacker that attacked nothing).
+    ``attack_sum_i`` / ``attack_sum_t``: the attacker sums (lower = stronger attacker).
     """
 
-    round: int
     team: int
     s_i_min: float
     s_t_min: float
     overall: float
     attack_sum_i: float
     attack_sum_t: float
+
+
+@dataclass(frozen=True)
+class TeamRound(TeamQuantities):
+    """One team's quantities in one round (SPEC 9), before weighting.
+
+    ``n_targets``: number of valid sets of other teams and the benchmark in the
+    round (the value of an attacker that attacked nothing).
+    """
+
+    round: int
     n_targets: int
 
 
 @dataclass(frozen=True)
-class TeamTotal:
+class TeamTotal(TeamQuantities):
     """Round-weighted totals of one team (``sum_r w_r * value_r``)."""
-
-    team: int
-    s_i_min: float
-    s_t_min: float
-    overall: float
-    attack_sum_i: float
-    attack_sum_t: float
 
 
 @dataclass(frozen=True)
@@ -682,8 +684,8 @@ def _set_minima(sets, best, attempts, benchmark_team, values: RuleValues) -> lis
 
 
 # ----- stage 3: the rules of SPEC 9 on arrays with a replicate axis ------------------------------
-#: The per-round (and weighted) quantities of a team, in :class:`TeamRound` / :class:`TeamTotal` order.
-TEAM_FIELDS = ("s_i_min", "s_t_min", "overall", "attack_sum_i", "attack_sum_t")
+#: The per-round (and weighted) quantities of a team, in :class:`TeamQuantities` order.
+TEAM_FIELDS = tuple(f.name for f in fields(TeamQuantities) if f.name != "team")
 
 
 @dataclass(frozen=True)

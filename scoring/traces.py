@@ -16,8 +16,29 @@ from dataclasses import dataclass
 import numpy as np
 
 
+class _UsersByTimes:
+    """What plain and obfuscated traces share: ``user_ids`` (m,) by ``time_ids`` (L,), one event per cell."""
+
+    user_ids: np.ndarray
+    time_ids: np.ndarray
+
+    def _check_shape(self, name: str, matrix: np.ndarray) -> None:
+        """``matrix`` (the events' array, called ``name``) must be (m, L)."""
+        if matrix.shape != (len(self.user_ids), len(self.time_ids)):
+            raise ValueError(f"{name} shape {matrix.shape} does not match "
+                             f"{len(self.user_ids)} users x {len(self.time_ids)} time ids")
+
+    @property
+    def m(self) -> int:
+        return len(self.user_ids)
+
+    @property
+    def L(self) -> int:
+        return len(self.time_ids)
+
+
 @dataclass(frozen=True)
-class Traces:
+class Traces(_UsersByTimes):
     """Plain traces: exactly one region per user per time id.
 
     Attributes:
@@ -31,17 +52,7 @@ class Traces:
     regions: np.ndarray
 
     def __post_init__(self):
-        if self.regions.shape != (len(self.user_ids), len(self.time_ids)):
-            raise ValueError(f"regions shape {self.regions.shape} does not match "
-                             f"{len(self.user_ids)} users x {len(self.time_ids)} time ids")
-
-    @property
-    def m(self) -> int:
-        return len(self.user_ids)
-
-    @property
-    def L(self) -> int:
-        return len(self.time_ids)
+        self._check_shape("regions", self.regions)
 
     def select_times(self, mask) -> Traces:
         """The same users restricted to the time ids where ``mask`` (L,) is True."""
@@ -115,7 +126,7 @@ class SetTable:
 
 
 @dataclass(frozen=True)
-class AnonymizedTraces:
+class AnonymizedTraces(_UsersByTimes):
     """Obfuscated traces: one interned region set per event.
 
     Attributes:
@@ -131,17 +142,7 @@ class AnonymizedTraces:
     sets: SetTable
 
     def __post_init__(self):
-        if self.events.shape != (len(self.user_ids), len(self.time_ids)):
-            raise ValueError(f"events shape {self.events.shape} does not match "
-                             f"{len(self.user_ids)} users x {len(self.time_ids)} time ids")
-
-    @property
-    def m(self) -> int:
-        return len(self.user_ids)
-
-    @property
-    def L(self) -> int:
-        return len(self.time_ids)
+        self._check_shape("events", self.events)
 
     @classmethod
     def from_traces(cls, traces: Traces, M: int) -> AnonymizedTraces:

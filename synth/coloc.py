@@ -66,7 +66,7 @@ import numpy as np
 
 from scoring.grid import Grid
 from scoring.traces import Traces
-from synth.common import grid_box, grid_of, read_npz, save_npz, slot_map
+from synth.common import ContestDaySynthesizer, ModelFrame, grid_box, read_npz, save_npz
 from synth.registry import Method, choice_check, int_check, number_check, register, with_reason
 
 METHOD = "coloc"
@@ -400,7 +400,7 @@ def stationary(succ: np.ndarray, prob: np.ndarray, iters: int = 500) -> np.ndarr
 # Model
 # ---------------------------------------------------------------------------
 @dataclass
-class ColocModel:
+class ColocModel(ModelFrame):
     """A trained co-location model: p', Q', the DP transition model, and the privacy ledger.
 
     Attributes:
@@ -416,13 +416,7 @@ class ColocModel:
     succ: np.ndarray
     prob: np.ndarray
     start: np.ndarray
-    nx: int
-    ny: int
-    slot_start_minute: float = 480.0
-    slot_minutes: float = 30.0
-    params: dict = field(default_factory=dict)
     ledger_entries: list = field(default_factory=list)
-    grid_box: dict | None = None
     method: str = METHOD
     version: str = MODEL_VERSION
     #: Exact statistics of the training data after :func:`train` (organizer only; never saved or described).
@@ -431,15 +425,8 @@ class ColocModel:
     _ARRAYS = ("Q", "succ", "prob", "start")
 
     @property
-    def M(self) -> int:
-        return self.nx * self.ny
-
-    @property
     def T(self) -> int:
         return self.Q.shape[0]
-
-    def grid(self) -> Grid:
-        return grid_of(self.grid_box) if self.grid_box else Grid(nx=self.nx, ny=self.ny, hospitals=())
 
     def ledger(self) -> dict:
         """The privacy budget: mechanisms and the totals per data set and per user (sequential composition)."""
@@ -453,22 +440,17 @@ class ColocModel:
                          "(post-processing); training again on the same traces spends it again")
 
     def describe(self) -> dict:
-        return dict(method=self.method, version=self.version, M=self.M, T=self.T, nx=self.nx, ny=self.ny,
-                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
-                    p_friend=self.p_friend, params=self.params, privacy=self.ledger())
+        return dict(self.frame_description(), p_friend=self.p_friend, params=self.params, privacy=self.ledger())
 
     def save(self, dest) -> None:
-        meta = dict(method=self.method, version=self.version, nx=self.nx, ny=self.ny, p_friend=self.p_friend,
-                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
-                    params=self.params, ledger=self.ledger_entries, grid_box=self.grid_box)
+        meta = dict(self.frame_meta(), p_friend=self.p_friend, ledger=self.ledger_entries)
         save_npz(dest, meta, {k: getattr(self, k) for k in self._ARRAYS})
 
     @classmethod
     def load(cls, source) -> ColocModel:
         meta, arrays = read_npz(source, METHOD, MODEL_VERSION, cls._ARRAYS)
-        return cls(**arrays, p_friend=float(meta["p_friend"]), nx=int(meta["nx"]), ny=int(meta["ny"]),
-                   slot_start_minute=float(meta["slot_start_minute"]), slot_minutes=float(meta["slot_minutes"]),
-                   params=meta["params"], ledger_entries=meta["ledger"], grid_box=meta.get("grid_box"))
+        return cls(**arrays, **cls.frame_fields(meta), p_friend=float(meta["p_friend"]),
+                   ledger_entries=meta["ledger"])
 
 
 def exact_statistics(traces: Traces, grid: Grid, *, slots_per_day: int, friends: np.ndarray | None = None,
@@ -688,7 +670,7 @@ def _log_noise(rng: np.random.Generator, par_v: float, shape) -> np.ndarray | fl
     return np.log(rng.uniform(1.0, par_v, size=shape)).astype(np.float32) if par_v > 1 else 0.0
 
 
-class ColocSynthesizer:
+class ColocSynthesizer(ContestDaySynthesizer):
     """Sets of a :class:`ColocModel` on the contest's day (see the module docstring).
 
     Options: ``theta`` co-location events per set, ``par_v`` the Viterbi
@@ -698,11 +680,8 @@ class ColocSynthesizer:
 
     def __init__(self, model: ColocModel, *, slots: int = 20, slot_start_minute: float = 480,
                  slot_step_minutes: float = 30, **params):
-        self.p = {**GENERATION_DEFAULTS, **params}
-        self.model = model
-        self.S = int(slots)
-        self.mslot = slot_map(model.T, model.slot_start_minute, model.slot_minutes, self.S,
-                              slot_start_minute, slot_step_minutes)
+        super().__init__(model, GENERATION_DEFAULTS, slots=slots, slot_start_minute=slot_start_minute,
+                         slot_step_minutes=slot_step_minutes, params=params)
         self.R = colocation_rows(model.Q)
         M, k = model.succ.shape
         self.cum = np.cumsum(model.prob, axis=1)

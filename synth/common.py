@@ -2,7 +2,8 @@
 
 - model files: a compressed ``.npz`` of named arrays plus a JSON ``meta``
   array holding the method name (``ppmtf``, ``sglt``, ``coloc``), the format
-  version, the grid and the slot clock (no pickles);
+  version, the grid and the slot clock (no pickles); :class:`ModelFrame`, the
+  grid and slot clock every model has;
 - training traces as days: ``(N, D, T)`` regions per user, day and slot of
   the day, days without any event moved to the end;
 - the contest's slots on the model's slots (by clock time).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -60,6 +62,55 @@ def read_npz(source, method: str, version: str, names) -> tuple[dict, dict]:
         raise ValueError(f"model file is {meta.get('method')!r} version {meta.get('version')!r}, "
                          f"expected {method!r} version {version!r}")
     return meta, arrays
+
+
+@dataclass(kw_only=True)
+class ModelFrame:
+    """The grid and the slot clock a synthesizer's model was trained on: what every model (PPMTF, SGLT,
+    co-location) keeps besides its own arrays, and what its file's ``meta`` holds with the method and the
+    format version (the subclass's ``method`` and ``version``).
+
+    Attributes:
+        nx, ny: grid shape; slot_start_minute, slot_minutes: clock of slot 0 and
+            length of a slot in minutes (slot t covers ``[start + t*len, start + (t+1)*len)``).
+        params: training parameters, JSON-serialisable.
+        grid_box: the training grid's box, km factors and hospitals (``Grid`` fields, see
+            :func:`grid_box`), or None when trained without a :class:`~scoring.grid.Grid`.
+    """
+
+    nx: int
+    ny: int
+    slot_start_minute: float = 480.0
+    slot_minutes: float = 30.0
+    params: dict = field(default_factory=dict)
+    grid_box: dict | None = None
+
+    @property
+    def M(self) -> int:
+        """Number of regions (the grid's cells)."""
+        return self.nx * self.ny
+
+    def grid(self) -> Grid:
+        """The training grid (box and hospitals when known, else the model's shape without hospitals)."""
+        return grid_of(self.grid_box) if self.grid_box else Grid(nx=self.nx, ny=self.ny, hospitals=())
+
+    def frame_meta(self) -> dict:
+        """The model file's ``meta``: method, version, grid and slot clock (a model adds its own keys)."""
+        return dict(method=self.method, version=self.version, nx=self.nx, ny=self.ny,
+                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
+                    params=self.params, grid_box=self.grid_box)
+
+    def frame_description(self) -> dict:
+        """The start of the model's public description for a manifest: method, version, M, T (the
+        subclass's number of slots), grid shape and slot clock (a model adds its own keys)."""
+        return dict(method=self.method, version=self.version, M=self.M, T=self.T, nx=self.nx, ny=self.ny,
+                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes)
+
+    @staticmethod
+    def frame_fields(meta: dict) -> dict:
+        """Inverse of :meth:`frame_meta`: the frame's constructor arguments read back from a file's ``meta``."""
+        return dict(nx=int(meta["nx"]), ny=int(meta["ny"]), slot_start_minute=float(meta["slot_start_minute"]),
+                    slot_minutes=float(meta["slot_minutes"]), params=meta["params"], grid_box=meta.get("grid_box"))
 
 
 def model_method(source) -> str:
@@ -113,6 +164,20 @@ def slot_map(model_slots: int, model_start: float, model_minutes: float, slots: 
     clock = start_minute + np.arange(int(slots)) * step_minutes
     k = np.floor((clock - model_start) / model_minutes + 1e-9).astype(np.int64)
     return np.clip(k, 0, int(model_slots) - 1)
+
+
+class ContestDaySynthesizer:
+    """What a synthesizer of a trained model (SGLT, co-location) sets up first for the contest's day: its
+    options over the method's defaults (``p``), the ``model``, the contest's number of slots ``S`` and the
+    model slot each contest slot reads (``mslot``, by clock time: :func:`slot_map`)."""
+
+    def __init__(self, model: ModelFrame, defaults: dict, *, slots: int, slot_start_minute: float,
+                 slot_step_minutes: float, params: dict):
+        self.p = {**defaults, **params}
+        self.model = model
+        self.S = int(slots)
+        self.mslot = slot_map(model.T, model.slot_start_minute, model.slot_minutes, self.S,
+                              slot_start_minute, slot_step_minutes)
 
 
 def periods_of_slots(T: int, periods: int) -> np.ndarray:

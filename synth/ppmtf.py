@@ -40,7 +40,7 @@ import scipy.stats
 
 from scoring.grid import Grid
 from scoring.traces import Traces
-from synth.common import Progress, grid_of, no_progress
+from synth.common import ModelFrame, Progress, grid_of, no_progress
 from synth.common import grid_box as grid_box_of
 
 MODEL_VERSION = "tracecup-ppmtf-1"
@@ -403,7 +403,7 @@ def _sample_rows(G: np.ndarray, h: np.ndarray, mu: np.ndarray, Lam: np.ndarray, 
 # Model
 # ---------------------------------------------------------------------------
 @dataclass
-class PPMTFModel:
+class PPMTFModel(ModelFrame):
     """A trained PPMTF model and what generation needs from training.
 
     Attributes:
@@ -414,12 +414,9 @@ class PPMTFModel:
             at the start of the final sweep (PPMTF.md 3.1).
         trans_support: (n,) int64 sorted keys ``i*M + j`` of training transitions (ReadTrans).
         visit_support: (T, M) bool, region visited in slot t in training (ReadVisit).
-        nx, ny: grid shape; slot_start_minute, slot_minutes: clock of slot 0 and
-            length of a slot in minutes (slot t covers
-            ``[start + t*len, start + (t+1)*len)``).
+        nx, ny, slot_start_minute, slot_minutes, grid_box: the grid and slot clock
+            (:class:`~synth.common.ModelFrame`).
         params: training parameters (alpha, K, sweeps, seed, ...), JSON-serialisable.
-        grid_box: the training grid's box, km factors and hospitals (``Grid`` fields),
-            or None when trained without a :class:`~scoring.grid.Grid`.
         version: model file format version.
     """
 
@@ -431,12 +428,6 @@ class PPMTFModel:
     Lambda_A: np.ndarray
     trans_support: np.ndarray
     visit_support: np.ndarray
-    nx: int
-    ny: int
-    slot_start_minute: float = 480.0
-    slot_minutes: float = 30.0
-    params: dict = field(default_factory=dict)
-    grid_box: dict | None = None
     version: str = MODEL_VERSION
     method: ClassVar[str] = "ppmtf"
 
@@ -462,9 +453,7 @@ class PPMTFModel:
 
     def save(self, dest) -> None:
         """Write the model as a compressed ``.npz`` (path or binary file object)."""
-        meta = dict(method=self.method, version=self.version, nx=self.nx, ny=self.ny,
-                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
-                    params=self.params, grid_box=self.grid_box)
+        meta = self.frame_meta()
         np.savez_compressed(dest, A=self.A, B=self.B, C=self.C, D=self.D, mu_A=self.mu_A,
                             Lambda_A=self.Lambda_A, trans_support=self.trans_support,
                             visit_support=self.visit_support,
@@ -484,10 +473,7 @@ class PPMTFModel:
                 raise ValueError(f"not a PPMTF model file: missing {exc}") from None
         if meta.get("version") != MODEL_VERSION:
             raise ValueError(f"model file version {meta.get('version')!r}, expected {MODEL_VERSION!r}")
-        model = cls(**arrays, nx=int(meta["nx"]), ny=int(meta["ny"]),
-                    slot_start_minute=float(meta["slot_start_minute"]),
-                    slot_minutes=float(meta["slot_minutes"]), params=meta["params"],
-                    grid_box=meta.get("grid_box"))
+        model = cls(**arrays, **cls.frame_fields(meta))
         if model.M != model.nx * model.ny:
             raise ValueError(f"model has {model.M} regions but grid {model.nx} x {model.ny}")
         return model

@@ -482,9 +482,7 @@ def train_contest_model(grid: Grid, axis: TimeAxis, *, seed: int, city_seed: int
 
 def describe(model: PPMTFModel) -> dict:
     """The model's public description for a round's manifest (its shape, clock and training parameters)."""
-    return dict(method=model.method, version=model.version, K=model.K, M=model.M, T=model.T, nx=model.nx,
-                ny=model.ny, slot_start_minute=model.slot_start_minute, slot_minutes=model.slot_minutes,
-                params=model.params)
+    return dict(model.frame_description(), K=model.K, params=model.params)
 
 
 _SLOT_MULTIPLE = "minutes, an integer in [0, 720] (a multiple of the slot length)"

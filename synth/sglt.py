@@ -46,7 +46,7 @@ Where the paper is ambiguous, see ``synth/README.md`` ("Semantic fake traces").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.cluster.vq import kmeans2
@@ -54,7 +54,7 @@ from scipy.optimize import linear_sum_assignment
 
 from scoring.grid import Grid
 from scoring.traces import Traces
-from synth.common import as_days, grid_box, grid_of, periods_of_slots, read_npz, save_npz, slot_map
+from synth.common import ContestDaySynthesizer, ModelFrame, as_days, grid_box, periods_of_slots, read_npz, save_npz
 from synth.registry import Method, int_check, number_check, register, with_reason
 
 METHOD = "sglt"
@@ -124,7 +124,7 @@ def geographic_similarity(pu: np.ndarray, pv: np.ndarray, w: np.ndarray) -> np.n
 # Model
 # ---------------------------------------------------------------------------
 @dataclass
-class SGLTModel:
+class SGLTModel(ModelFrame):
     """A trained semantic fake-trace model.
 
     Attributes:
@@ -138,7 +138,7 @@ class SGLTModel:
         p_bar: (P, M, M) float32 aggregate transition probabilities from a
             region in period tau to the next slot's region.
         period_of_slot: (T,) int64.
-        nx, ny, slot_start_minute, slot_minutes, params, grid_box: as PPMTF's model.
+        nx, ny, slot_start_minute, slot_minutes, params, grid_box: the grid and slot clock (:class:`~synth.common.ModelFrame`).
     """
 
     seeds: np.ndarray
@@ -149,20 +149,10 @@ class SGLTModel:
     pi_bar: np.ndarray
     p_bar: np.ndarray
     period_of_slot: np.ndarray
-    nx: int
-    ny: int
-    slot_start_minute: float = 480.0
-    slot_minutes: float = 30.0
-    params: dict = field(default_factory=dict)
-    grid_box: dict | None = None
     method: str = METHOD
     version: str = MODEL_VERSION
 
     _ARRAYS = ("seeds", "seed_days", "alternative", "classes", "profiles", "pi_bar", "p_bar", "period_of_slot")
-
-    @property
-    def M(self) -> int:
-        return self.nx * self.ny
 
     @property
     def T(self) -> int:
@@ -180,27 +170,17 @@ class SGLTModel:
     def period_weights(self) -> np.ndarray:
         return np.bincount(self.period_of_slot, minlength=self.P) / self.T
 
-    def grid(self) -> Grid:
-        return grid_of(self.grid_box) if self.grid_box else Grid(nx=self.nx, ny=self.ny, hospitals=())
-
     def describe(self) -> dict:
         """Summary for the manifest."""
-        return dict(method=self.method, version=self.version, M=self.M, T=self.T, nx=self.nx, ny=self.ny,
-                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
-                    classes=self.n_classes, params=self.params)
+        return dict(self.frame_description(), classes=self.n_classes, params=self.params)
 
     def save(self, dest) -> None:
-        meta = dict(method=self.method, version=self.version, nx=self.nx, ny=self.ny,
-                    slot_start_minute=self.slot_start_minute, slot_minutes=self.slot_minutes,
-                    params=self.params, grid_box=self.grid_box)
-        save_npz(dest, meta, {k: getattr(self, k) for k in self._ARRAYS})
+        save_npz(dest, self.frame_meta(), {k: getattr(self, k) for k in self._ARRAYS})
 
     @classmethod
     def load(cls, source) -> SGLTModel:
         meta, arrays = read_npz(source, METHOD, MODEL_VERSION, cls._ARRAYS)
-        return cls(**arrays, nx=int(meta["nx"]), ny=int(meta["ny"]),
-                   slot_start_minute=float(meta["slot_start_minute"]), slot_minutes=float(meta["slot_minutes"]),
-                   params=meta["params"], grid_box=meta.get("grid_box"))
+        return cls(**arrays, **cls.frame_fields(meta))
 
 
 def aggregate_transitions(days: np.ndarray, M: int, period_of_slot: np.ndarray, P: int,
@@ -411,7 +391,7 @@ def randomized_viterbi(cand: np.ndarray, log_start: np.ndarray, log_trans, par_v
     return path
 
 
-class SGLTSynthesizer:
+class SGLTSynthesizer(ContestDaySynthesizer):
     """Fake traces of an :class:`SGLTModel` on the contest's day (see the module docstring).
 
     Args:
@@ -433,11 +413,8 @@ class SGLTSynthesizer:
 
     def __init__(self, model: SGLTModel, *, slots: int = 20, slot_start_minute: float = 480,
                  slot_step_minutes: float = 30, **params):
-        self.p = {**GENERATION_DEFAULTS, **params}
-        self.model = model
-        self.S = int(slots)
-        self.mslot = slot_map(model.T, model.slot_start_minute, model.slot_minutes, self.S,
-                              slot_start_minute, slot_step_minutes)
+        super().__init__(model, GENERATION_DEFAULTS, slots=slots, slot_start_minute=slot_start_minute,
+                         slot_step_minutes=slot_step_minutes, params=params)
         self.period = model.period_of_slot[self.mslot]                      # (S,) period of each contest slot
         self.w = np.bincount(self.period, minlength=model.P) / self.S
         self.log_p = np.log(np.maximum(model.p_bar, 1e-30)).astype(np.float32).reshape(model.P, -1)

@@ -101,14 +101,22 @@ class DatasetSerializer(serializers.ModelSerializer):
         return StoredFileSerializer(obj.original).data if allowed.get(obj.pk) else None
 
 
-class AnonymizedSetSerializer(serializers.ModelSerializer):
+class _TeamUploadSerializer(serializers.ModelSerializer):
+    """A team's upload: its number among the team's uploads of its kind, the stored file, the validation's
+    status and errors, when it was uploaded and scored."""
+    # Shared by anonymized sets and attacks; ``UPLOAD_FIELDS`` are the fields this base serves.
+
+    UPLOAD_FIELDS = ["seq", "file", "status", "errors", "error_total"]
+    file = StoredFileSerializer(read_only=True)
+
+
+class AnonymizedSetSerializer(_TeamUploadSerializer):
     dataset_label = serializers.CharField(source="dataset.label")
     round = serializers.IntegerField(source="dataset.round.number")
-    file = StoredFileSerializer(read_only=True)
 
     class Meta:
         model = AnonymizedSet
-        fields = ["id", "dataset", "dataset_label", "round", "seq", "file", "status", "errors", "error_total", "s_u",
+        fields = ["id", "dataset", "dataset_label", "round", *_TeamUploadSerializer.UPLOAD_FIELDS, "s_u",
                   "valid", "selected", "final", "created_at", "scored_at"]
 
 
@@ -147,15 +155,14 @@ class PublicSetSerializer(serializers.ModelSerializer):
         return obj.commitment_nonce or None if self.context.get("nonce_visible", {}).get(obj.pk) else None
 
 
-class AttackSerializer(serializers.ModelSerializer):
+class AttackSerializer(_TeamUploadSerializer):
     attacker_number = serializers.IntegerField(source="attacker.number")
     target_label = serializers.CharField(source="target.dataset.label")
-    file = StoredFileSerializer(read_only=True)
 
     class Meta:
         model = Attack
-        fields = ["id", "attacker_number", "target", "target_label", "kind", "seq", "file", "status", "errors",
-                  "error_total", "score", "created_at", "scored_at"]
+        fields = ["id", "attacker_number", "target", "target_label", "kind", *_TeamUploadSerializer.UPLOAD_FIELDS,
+                  "score", "created_at", "scored_at"]
 
 
 class JobSerializer(serializers.ModelSerializer):

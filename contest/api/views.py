@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
@@ -210,23 +210,50 @@ def _accepted(request, data: dict, scoring_jobs) -> Response:
     return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
-class AnonymizedSetList(APIView):
-    permission_classes = [IsAuthenticated]
+class _TeamUploadList(APIView):
+    """The contest's uploads of this kind that you may read: your team's own; every team's if you organize it."""
+    # Shared by anonymized sets and attacks: ``visible(user, contest)`` from ``contest.selectors``.
 
-    @extend_schema(responses=S.AnonymizedSetSerializer(many=True))
+    permission_classes = [IsAuthenticated]
+    serializer = None
+    visible = None
+
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
-        return Response(S.AnonymizedSetSerializer(selectors.anonymized_sets_for(request.user, contest), many=True).data)
+        return Response(self.serializer(type(self).visible(request.user, contest), many=True).data)
 
 
-class AnonymizedSetDetail(APIView):
+class _TeamUploadDetail(APIView):
+    """One upload: your team's own, or any team's if you organize the contest."""
+    # Shared by anonymized sets and attacks: ``can_read(user, upload)`` from ``contest.permissions``.
+
     permission_classes = [IsAuthenticated]
+    serializer = None
+    uploads = None
+    can_read = None
 
-    @extend_schema(responses=S.AnonymizedSetSerializer)
     def get(self, request, pk):
-        aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
-        _require(permissions.can_read_anonymized_set(request.user, aset), request.user)
-        return Response(S.AnonymizedSetSerializer(aset).data)
+        upload = get_object_or_404(self.uploads, pk=pk)
+        _require(type(self).can_read(request.user, upload), request.user)
+        return Response(self.serializer(upload).data)
+
+
+def _team_upload_views(name: str, serializer, *, visible, uploads, can_read) -> tuple[type, type]:
+    """``<name>List`` and ``<name>Detail``, the two read endpoints of one kind of team upload (anonymized
+    sets, attacks): what differs between the kinds is their serializer, their selector ``visible(user,
+    contest)``, the queryset ``uploads`` a detail is read from and the permission ``can_read(user, upload)``."""
+    def view(base, suffix: str, responses, **attrs) -> type:
+        cls = type(name + suffix, (base,), {"__module__": __name__, "__qualname__": name + suffix,
+                                            "serializer": serializer, **attrs})
+        return extend_schema_view(get=extend_schema(responses=responses))(cls)
+    return (view(_TeamUploadList, "List", serializer(many=True), visible=visible),
+            view(_TeamUploadDetail, "Detail", serializer, uploads=uploads, can_read=can_read))
+
+
+AnonymizedSetList, AnonymizedSetDetail = _team_upload_views(
+    "AnonymizedSet", S.AnonymizedSetSerializer, visible=selectors.anonymized_sets_for,
+    uploads=AnonymizedSet.objects.select_related("dataset__round__contest", "team"),
+    can_read=permissions.can_read_anonymized_set)
 
 
 def _preview_of(request, pk) -> PrivacyPreview:
@@ -288,23 +315,10 @@ class AttackUpload(APIView):
                          Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
 
 
-class AttackList(APIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(responses=S.AttackSerializer(many=True))
-    def get(self, request, slug):
-        contest = get_object_or_404(Contest, slug=slug)
-        return Response(S.AttackSerializer(selectors.attacks_for(request.user, contest), many=True).data)
-
-
-class AttackDetail(APIView):
-    permission_classes = [IsAuthenticated]
-
-    @extend_schema(responses=S.AttackSerializer)
-    def get(self, request, pk):
-        attack = get_object_or_404(Attack.objects.select_related("attacker__contest", "target__dataset"), pk=pk)
-        _require(permissions.can_read_attack(request.user, attack), request.user)
-        return Response(S.AttackSerializer(attack).data)
+AttackList, AttackDetail = _team_upload_views(
+    "Attack", S.AttackSerializer, visible=selectors.attacks_for,
+    uploads=Attack.objects.select_related("attacker__contest", "target__dataset"),
+    can_read=permissions.can_read_attack)
 
 
 # ----- jobs and scores -------------------------------------------------------------------------

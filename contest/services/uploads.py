@@ -234,20 +234,32 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     return aset
 
 
+def _rejected(upload, issues, total, **cleared):
+    """An upload (anonymized set or attack) the validator refused: status ``rejected`` with its ``issues``,
+    what a score would have set ``cleared``, scored now."""
+    model = type(upload)
+    model.objects.filter(pk=upload.pk).update(status=model.REJECTED, errors=issues, error_total=total,
+                                              scored_at=timezone.now(), **cleared)
+    upload.refresh_from_db()
+    return upload
+
+
 def _set_rejected(aset, issues, total):
-    AnonymizedSet.objects.filter(pk=aset.pk).update(status=AnonymizedSet.REJECTED, errors=issues,
-                                                    error_total=total, valid=None, s_u=None,
-                                                    selected=False, scored_at=timezone.now())
-    aset.refresh_from_db()
-    return aset
+    return _rejected(aset, issues, total, valid=None, s_u=None, selected=False)
+
+
+def _scoring_done(job, upload, name: str) -> str | None:
+    """A scoring job's last progress line (``name #seq: status``); its result when the upload was rejected."""
+    jobs.progress(job, 1.0, f"{name} #{upload.seq}: {upload.status}")
+    return f"rejected: {upload.error_total} problem(s)" if upload.status == type(upload).REJECTED else None
 
 
 @jobs.handles("score_anonymized")
 def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> str:
     aset = score_anonymized_set(AnonymizedSet(pk=anonymized_set_id), force=force)
-    jobs.progress(job, 1.0, f"anonymized set #{aset.seq}: {aset.status}")
-    if aset.status == AnonymizedSet.REJECTED:
-        return f"rejected: {aset.error_total} problem(s)"
+    rejected = _scoring_done(job, aset, "anonymized set")
+    if rejected:
+        return rejected
     if aset.status == AnonymizedSet.VALID and not force:
         # The privacy preview follows a valid upload (contest.services.previews; low priority).
         jobs.create_job("privacy_preview", contest=aset.dataset.round.contest, user=job.created_by if job else None,
@@ -345,16 +357,10 @@ def score_attack(attack: Attack, *, force: bool = False) -> Attack:
 
 
 def _attack_rejected(attack, issues, total):
-    Attack.objects.filter(pk=attack.pk).update(status=Attack.REJECTED, errors=issues, error_total=total,
-                                               score=None, scored_at=timezone.now())
-    attack.refresh_from_db()
-    return attack
+    return _rejected(attack, issues, total, score=None)
 
 
 @jobs.handles("score_attack")
 def score_attack_job(job, attack_id: int, force: bool = False) -> str:
     attack = score_attack(Attack(pk=attack_id), force=force)
-    jobs.progress(job, 1.0, f"{attack.kind} #{attack.seq}: {attack.status}")
-    if attack.status == Attack.REJECTED:
-        return f"rejected: {attack.error_total} problem(s)"
-    return f"score = {attack.score:.4f}"
+    return _scoring_done(job, attack, attack.kind) or f"score = {attack.score:.4f}"

@@ -7,11 +7,12 @@ embargo as the other results pages (organizers see the latest as a preview).
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from contest.models import IDP, TRP
 
-from .common import CHALLENGE_SHORT, challenge_name, get_contest, page
-from .views import _embargo, _results, _round_choice, _round_links
+from .common import CHALLENGE_SHORT, challenge_name, page
+from .views import _round_choice, _round_links, results_page
 
 FIGURES = ("tp_tv_top50", "tm_emd", "poi_accuracy")
 
@@ -21,11 +22,8 @@ def _mean(values):
     return sum(vals) / len(vals) if vals else None
 
 
-def utility_analyses(request, slug):
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "analyses", _("Utility analyses"))
+@results_page("analyses", gettext_noop("Utility analyses"))
+def utility_analyses(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
     stored = rv.data.get("analyses") or {}
     rnd = (stored.get("rounds") or {}).get(str(choice)) or {}

@@ -64,6 +64,13 @@ def _organizer_contest(request, slug) -> Contest:
     return contest
 
 
+def _organizer_object(request, slug, model, pk, contest_field: str = "contest") -> tuple:
+    """(the contest, its object ``pk`` of ``model`` or a queryset): the organizer's only (403 for anyone else),
+    404 for an object of another contest (``contest_field`` leads from the object to its contest)."""
+    contest = _organizer_contest(request, slug)
+    return contest, get_object_or_404(model, pk=pk, **{contest_field: contest})
+
+
 # ---------------------------------------------------------------- list and create
 @login_required
 def console_home(request):
@@ -253,8 +260,7 @@ def add_team(request, slug):
 @login_required
 @require_POST
 def approve_team(request, slug, team_id):
-    contest = _organizer_contest(request, slug)
-    team = get_object_or_404(Team, pk=team_id, contest=contest)
+    _contest, team = _organizer_object(request, slug, Team, team_id)
     approve = request.POST.get("approved", "1") == "1"
     teams.approve_team(team, approve, actor=request.user)
     messages.success(request, (_("Team %(name)s approved.") if approve else _("Approval of team %(name)s withdrawn."))
@@ -265,8 +271,7 @@ def approve_team(request, slug, team_id):
 @login_required
 @require_POST
 def generate(request, slug, round_id):
-    contest = _organizer_contest(request, slug)
-    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    _contest, rnd = _organizer_object(request, slug, Round, round_id)
     with transaction.atomic():
         job = request_generation(rnd, user=request.user)
     messages.success(request, _("Data generation for %(round)s started (job %(job)s).") % {"round": rnd.name, "job": job.pk})
@@ -277,8 +282,7 @@ def generate(request, slug, round_id):
 @require_POST
 def give_training(request, slug, round_id):
     """The organizer's own training traces or offline model for a round (before generation)."""
-    contest = _organizer_contest(request, slug)
-    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    _contest, rnd = _organizer_object(request, slug, Round, round_id)
     f = request.FILES.get("file")
     if f is None:
         messages.error(request, _("Choose a file of training traces or a model."))
@@ -296,8 +300,7 @@ def give_training(request, slug, round_id):
 @login_required
 @require_POST
 def close_phase(request, slug, phase_id):
-    contest = _organizer_contest(request, slug)
-    phase = get_object_or_404(Phase.objects.select_related("round"), pk=phase_id, round__contest=contest)
+    _contest, phase = _organizer_object(request, slug, Phase.objects.select_related("round"), phase_id, "round__contest")
     job = judge.close_phase_now(phase, user=request.user)
     if phase.kind == Phase.ANONYMIZATION:
         messages.success(request, _("Closing the anonymization phase of %(round)s: freezing, pseudonymizing and "
@@ -312,8 +315,7 @@ def close_phase(request, slug, phase_id):
 @require_POST
 def reschedule_phase(request, slug, phase_id):
     """Move a phase's window (the form's times are in the contest's time zone)."""
-    contest = _organizer_contest(request, slug)
-    phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=phase_id, round__contest=contest)
+    contest, phase = _organizer_object(request, slug, Phase.objects.select_related("round__contest"), phase_id, "round__contest")
     with timezone.override(contest.tz):
         form = PhaseScheduleForm(request.POST, prefix=f"p{phase.pk}")
         valid = form.is_valid()
@@ -360,8 +362,7 @@ def announce(request, slug):
 @login_required
 @require_POST
 def open_attack(request, slug, round_id):
-    contest = _organizer_contest(request, slug)
-    rnd = get_object_or_404(Round, pk=round_id, contest=contest)
+    _contest, rnd = _organizer_object(request, slug, Round, round_id)
     try:
         schedule.open_attack_now(rnd, user=request.user)
     except schedule.ScheduleError as exc:
@@ -424,7 +425,8 @@ def _team_jobs(qs, contest, number: int):
 
 
 def _job_page(request, contest):
-    """(the page of jobs, the filters): newest first, filtered, ``JOBS_PER_PAGE`` a page, each with its team."""
+    """(the page of jobs, the filters, whether a job of the page is still queued or running): newest first,
+    filtered, ``JOBS_PER_PAGE`` a page, each with its team."""
     filters = _job_filters(request, contest)
     qs = contest.jobs.order_by("-created_at", "-id")
     if filters["status"]:
@@ -435,7 +437,8 @@ def _job_page(request, contest):
         qs = _team_jobs(qs, contest, int(filters["team"]))
     page_obj = Paginator(qs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
     _attach_teams(contest, page_obj.object_list)
-    return page_obj, filters
+    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
+    return page_obj, filters, active
 
 
 def _attach_teams(contest, rows) -> None:
@@ -456,8 +459,7 @@ def _attach_teams(contest, rows) -> None:
 @login_required
 def console_jobs(request, slug):
     contest = _organizer_contest(request, slug)
-    page_obj, filters = _job_page(request, contest)
-    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
+    page_obj, filters, active = _job_page(request, contest)
     query = urlencode({k: v for k, v in filters.items() if v})
     ctx = {"jobs": page_obj.object_list, "page_obj": page_obj, "filters": filters, "query": query,
            "statuses": [s for s, _l in Job.STATUSES], "kinds": sorted(jobs.KINDS),
@@ -469,8 +471,7 @@ def console_jobs(request, slug):
 @login_required
 def console_jobs_table(request, slug):
     contest = _organizer_contest(request, slug)
-    page_obj, _filters = _job_page(request, contest)
-    active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
+    page_obj, _filters, active = _job_page(request, contest)
     html = render_to_string("web/_jobs_table.html", {"contest": contest, "jobs": page_obj.object_list},
                             request=request)
     return JsonResponse({"finished": not active, "html": html})
@@ -478,8 +479,7 @@ def console_jobs_table(request, slug):
 
 @login_required
 def console_job(request, slug, job_id):
-    contest = _organizer_contest(request, slug)
-    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    contest, job = _organizer_object(request, slug, Job, job_id)
     finished = job.status in (Job.SUCCEEDED, Job.FAILED)
     ctx = {"job": job, "finished": finished, "auto_refresh": None if finished else 2}
     return page(request, "web/console_job.html", ctx, contest=contest, nav="console", sub="console")
@@ -487,8 +487,7 @@ def console_job(request, slug, job_id):
 
 @login_required
 def console_job_status(request, slug, job_id):
-    contest = _organizer_contest(request, slug)
-    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    contest, job = _organizer_object(request, slug, Job, job_id)
     finished = job.status in (Job.SUCCEEDED, Job.FAILED)
     # ?details=1: the job page's live block also carries attempts, start and finish times and Retry
     html = render_to_string("web/_job_status.html", {"contest": contest, "job": job,
@@ -499,8 +498,7 @@ def console_job_status(request, slug, job_id):
 @login_required
 @require_POST
 def retry_job(request, slug, job_id):
-    contest = _organizer_contest(request, slug)
-    job = get_object_or_404(Job, pk=job_id, contest=contest)
+    _contest, job = _organizer_object(request, slug, Job, job_id)
     if job.status != Job.FAILED:
         messages.error(request, _("Only a failed job can be retried."))
         return redirect("web:console_job", slug, job.pk)

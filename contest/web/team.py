@@ -381,6 +381,28 @@ def _rule_error(request, exc, back_url):
     return redirect(back_url)
 
 
+def _submit_upload(request, form, back_url, submit) -> tuple:
+    """A team's upload from its page (anonymized set or attack): the form checked, its file handed to
+    ``submit(content, name)`` (a ``contest.services.uploads`` call). (the upload, None), or (None, the
+    refusal's answer from :func:`_rule_error`) when the form or the contest's rules refuse it."""
+    if not form.is_valid():
+        return None, _rule_error(request, uploads.RuleViolation(form.problem(), status=400), back_url)
+    content, name = _read_upload(form)
+    try:
+        return submit(content, name), None
+    except uploads.RuleViolation as exc:
+        return None, _rule_error(request, exc, back_url)
+
+
+def _received(request, message: str, redirect_url: str, live):
+    """Answer an accepted upload: for the page script JSON (201) with ``live()``'s keys (its live card),
+    built only then; otherwise ``message`` and a redirect."""
+    if _is_ajax(request):
+        return JsonResponse({"ok": True, "message": message, **live()}, status=201)
+    messages.success(request, message)
+    return redirect(redirect_url)
+
+
 def _live_card(request, contest, element_id: str, template: str, **context) -> dict:
     """The JSON keys that make the page script re-render ``element_id`` now and poll it until it is settled."""
     html = render_to_string(template, {"contest": contest, **context}, request=request)
@@ -394,24 +416,20 @@ def upload_anonymized(request, slug, dataset_id):
     dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=dataset_id,
                                 round__contest=contest)
     back = reverse("web:team", args=[slug]) + f"#ds-{dataset.pk}"
-    form = UploadForm(request.POST, request.FILES)
-    if not form.is_valid():
-        return _rule_error(request, uploads.RuleViolation(form.problem(), status=400), back)
-    content, name = _read_upload(form)
-    try:
-        aset = uploads.submit_anonymized_set(user=request.user, dataset=dataset, content=content, name=name)
-    except uploads.RuleViolation as exc:
-        return _rule_error(request, exc, back)
+    aset, refused = _submit_upload(request, UploadForm(request.POST, request.FILES), back, lambda content, name:
+                                   uploads.submit_anonymized_set(user=request.user, dataset=dataset,
+                                                                 content=content, name=name))
+    if refused is not None:
+        return refused
     detail = reverse("web:upload_detail", args=[slug, aset.pk])
-    if _is_ajax(request):
+
+    def live() -> dict:
         html = render_to_string("web/_upload_live.html", {"contest": contest, "state": _upload_state(aset),
                                                           "detail_url": detail}, request=request)
-        return JsonResponse({"ok": True, "message": _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq},
-                             "upload_id": aset.pk, "detail_url": detail, "html": html,
-                             **_live_card(request, contest, f"state-ds-{dataset.pk}", "web/_challenge_state.html",
-                                          ch=_challenge_block(contest, dataset, True))}, status=201)
-    messages.success(request, _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq})
-    return redirect(detail)
+        return {"upload_id": aset.pk, "detail_url": detail, "html": html,
+                **_live_card(request, contest, f"state-ds-{dataset.pk}", "web/_challenge_state.html",
+                             ch=_challenge_block(contest, dataset, True))}
+    return _received(request, _("Upload #%(n)s received; validating and scoring…") % {"n": aset.seq}, detail, live)
 
 
 def _own_upload(request, slug, upload_id) -> tuple:
@@ -466,23 +484,18 @@ def upload_attack(request, slug, public_set_id):
     contest, team, target = _attack_target(request, slug, public_set_id)
     back = reverse("web:team", args=[slug]) + f"#ps-{target.pk}"
     form = AttackUploadForm(request.POST, request.FILES)
-    if not form.is_valid():
-        return _rule_error(request, uploads.RuleViolation(form.problem(), status=400), back)
-    content, name = _read_upload(form)
-    try:
-        attack = uploads.submit_attack(user=request.user, attacker=team, target=target,
-                                       kind=form.cleaned_data["kind"], content=content, name=name)
-    except uploads.RuleViolation as exc:
-        return _rule_error(request, exc, back)
-    if _is_ajax(request):
+    attack, refused = _submit_upload(request, form, back, lambda content, name:
+                                     uploads.submit_attack(user=request.user, attacker=team, target=target,
+                                                           kind=form.cleaned_data["kind"], content=content, name=name))
+    if refused is not None:
+        return refused
+
+    def live() -> dict:
         html = render_to_string("web/_attack_live.html", {"contest": contest, "state": _attack_state(attack)},
                                 request=request)
-        return JsonResponse({"ok": True, "message": _("%(kind)s #%(n)s received; scoring…")
-                             % {"kind": attack.kind, "n": attack.seq}, "html": html,
-                             **_live_card(request, contest, f"target-{target.pk}", "web/_target_row.html",
-                                          tg=_target_block(contest, team, target, True))}, status=201)
-    messages.success(request, _("%(kind)s #%(n)s received; scoring…") % {"kind": attack.kind, "n": attack.seq})
-    return redirect(back)
+        return {"html": html, **_live_card(request, contest, f"target-{target.pk}", "web/_target_row.html",
+                                           tg=_target_block(contest, team, target, True))}
+    return _received(request, _("%(kind)s #%(n)s received; scoring…") % {"kind": attack.kind, "n": attack.seq}, back, live)
 
 
 @login_required

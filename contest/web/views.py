@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from rest_framework.authtoken.models import Token
 
 from contest import permissions
@@ -151,6 +152,23 @@ def _embargo(request, contest, sub, title):
     return page(request, "web/embargo.html", {"title": title}, contest=contest, sub=sub)
 
 
+def results_page(sub: str, title: str):
+    """A results page (leaderboard, attack matrix, awards, plots, analyses): the decorated view is called as
+    ``view(request, contest, rv, preview)`` with the snapshot the user may see (``preview``: the organizers'
+    unpublished one); before the results are published everyone else gets the embargo page titled ``title``
+    (a ``gettext_noop`` string, translated per request) under the results tab ``sub``."""
+    def decorate(view):
+        @functools.wraps(view)
+        def results_view(request, slug):
+            contest = get_contest(slug)
+            rv, preview = _results(request, contest)
+            if rv is None:
+                return _embargo(request, contest, sub, _(title))
+            return view(request, contest, rv, preview)
+        return results_view
+    return decorate
+
+
 def _board_uncertainty(rv: ResultsView, name: str) -> dict:
     """team -> {"ci": (lo, hi), "stat_tied": bool} of a leaderboard, from the snapshot's uncertainty
     (``scoring.uncertainty.results_uncertainty``); a place is flagged when its swap probability with the
@@ -201,13 +219,10 @@ def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
     return rows
 
 
-def leaderboard(request, slug):
+@results_page("leaderboard", gettext_noop("Leaderboard"))
+def leaderboard(request, contest, rv, preview):
     """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
     positions the judge computed with the awards' ranking rule: the page never ranks."""
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "leaderboard", _("Leaderboard"))
     choice = _round_choice(request, rv)
     round_no = None if choice == "total" else choice
     # Built only when the template's cached tables (keyed by snapshot, round, language and the viewer's
@@ -285,11 +300,8 @@ def _round_links(rv: ResultsView, include_total=False):
     return links
 
 
-def attack_matrix(request, slug):
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "matrix", _("Attack matrix"))
+@results_page("matrix", gettext_noop("Attack matrix"))
+def attack_matrix(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
     targets = [s for s in rv.sets(choice) if s["valid"]]
 
@@ -407,11 +419,8 @@ def award_title(name: str) -> tuple[str, str]:
     return _(title), _label(rule)
 
 
-def awards(request, slug):
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "awards", _("Awards"))
+@results_page("awards", gettext_noop("Awards"))
+def awards(request, contest, rv, preview):
     decided = {DECIDED_BY_SCORE: _("by score"), DECIDED_BY_SOLE: _("sole eligible team"),
                TIE_EARLIER_FINAL_SUBMISSION: _("tie broken by the earlier final submission"),
                TIE_TEAM_ID: _("tie broken by the lower team number")}
@@ -445,11 +454,8 @@ def weighting_text(rv: ResultsView) -> str:
     return " + ".join(f"{r['name']} × {r['weight']:g}" for r in rv.round_states() if r["included"])
 
 
-def plots(request, slug):
-    contest = get_contest(slug)
-    rv, preview = _results(request, contest)
-    if rv is None:
-        return _embargo(request, contest, "plots", _("Plots"))
+@results_page("plots", gettext_noop("Plots"))
+def plots(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
     points, table = [], []
     for s in rv.sets(choice):

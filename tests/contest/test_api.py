@@ -83,6 +83,11 @@ class _ApiFlow:
         assert self.alpha.get(f"/api/files/{self.ds.original.pk}/").status_code == 200
         assert self.beta.get(f"/api/files/{self.ds.original.pk}/").status_code == 403
 
+    def _listed(self, kind: str, pk: int) -> dict:
+        """Who finds upload ``pk`` in the contest's list of ``kind``: its team and the organizers only."""
+        return {who: pk in {u["id"] for u in getattr(self, who).get(f"/api/contests/tc/{kind}/").json()}
+                for who in ("alpha", "beta", "judge")}
+
     def upload_is_scored_and_visible(self):
         # upload (gzip) -> scored inline (eager jobs) -> visible with job status
         self.content = anonymize_csv(self.ds)
@@ -99,6 +104,7 @@ class _ApiFlow:
         assert self.beta.get(f"/api/jobs/{job.pk}/").status_code == 403
         assert self.alpha.get(f"/api/anonymized-sets/{self.aset.pk}/").json()["s_u"] == pytest.approx(1.0)
         assert self.beta.get(f"/api/anonymized-sets/{self.aset.pk}/").status_code == 403
+        assert self._listed("anonymized-sets", self.aset.pk) == {"alpha": True, "beta": False, "judge": True}
         scores = self.alpha.get("/api/contests/tc/scores/").json()
         assert [s["value"] for s in scores["utility"]] == [pytest.approx(1.0)]
 
@@ -155,6 +161,7 @@ class _ApiFlow:
         assert r.status_code == 202, r.content
         att = self.beta.get(f"/api/attacks/{r.json()['id']}/").json()
         assert att["status"] == "valid" and 0.0 <= att["score"] <= 1.0
+        assert self._listed("attacks", att["id"]) == {"alpha": False, "beta": True, "judge": True}
         r = self.alpha.post(f"/api/public-sets/{self.ps.pk}/attacks/", {"file": SimpleUploadedFile("e.csv", self.etable),
                                                                "kind": "etable"}, format="multipart")
         assert r.status_code == 403  # own set

@@ -235,6 +235,24 @@ def test_team_uploads_an_attack_and_sees_its_score(closed, client_for, django_ca
     assert f'action="/c/{contest.slug}/team/targets/{own.pk}/attack/"' not in dash
 
 
+def test_an_attack_from_the_page_script_answers_json(closed, client_for, django_capture_on_commit_callbacks):
+    """The page script's attack upload: 201 JSON with the message and the target's live card; a form
+    without its file is refused as JSON (400), as the anonymized uploads are."""
+    contest = closed
+    beta = client_for("beta1")
+    target = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=1, dataset__challenge=1)
+    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set + 1))).encode()
+    url = f"/c/{contest.slug}/team/targets/{target.pk}/attack/"
+    with django_capture_on_commit_callbacks(execute=True):
+        r = beta.post(url, {"kind": "etable", "file": SimpleUploadedFile("etable.csv", etable)},
+                      HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    body = r.json()
+    assert r.status_code == 201 and body["ok"] is True and body["message"].startswith("etable #1 ") and body["html"]
+    assert list(body["replace"]) == body["poll"] == [f"target-{target.pk}"]
+    refused = beta.post(url, {"kind": "etable"}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
+    assert refused.status_code == 400 and refused.json()["ok"] is False
+
+
 # ------------------------------------------------------------------ organizer console without JS
 def _console_form(**fields) -> dict:
     """The console's contest form (contest and first round), with ``fields`` replacing its values."""
