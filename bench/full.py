@@ -41,8 +41,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import httpx
+import numpy as np
+from tqdm import tqdm
+
+from scoring.algorithms.registry import get
+from scoring.scores import utility
+from scoring.traces import Traces
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,7 +84,6 @@ async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, sec
                 max_requests: int) -> list[tuple[str, float, int]]:
     """``clients`` concurrent loops over ``paths`` ((group, path, cookies)) for ``seconds`` (and at most
     ``max_requests`` in all); returns (group, seconds, status) per request. Loopback only."""
-    import httpx
     assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
     results: list[tuple[str, float, int]] = []
     deadline = time.monotonic() + seconds
@@ -152,12 +160,7 @@ def large_valid_upload(grid, truth, *, target_bytes: int, s_req: float, conventi
     (The whole set in 8 x 8 blocks with 55 % deletions, the 86 MB upload of an earlier run, scored
     s_U below s_req: the load test then never scored a large valid set.) Returns (CSV bytes, name, s_U).
     """
-    import numpy as np
-
-    from contest.services import data
-    from scoring.algorithms.registry import get
-    from scoring.scores import utility
-    from scoring.traces import Traces
+    from contest.services import data  # local: the models load once main() has set Django up on the bench's database
 
     def rows(name: str, users: np.ndarray, **params) -> list[bytes]:
         part = Traces(truth.user_ids[users], truth.time_ids, truth.regions[users])
@@ -218,7 +221,6 @@ def scaling_lines(reports: dict[int, object], round_number: int = 1) -> list[str
 
 def growth_exponent(teams: list[int], seconds: list[float]) -> float:
     """k of time ~ teams^k: the least-squares slope of log(seconds) on log(teams)."""
-    import numpy as np
     x, y = np.log(np.asarray(teams, dtype=float)), np.log(np.maximum(np.asarray(seconds, dtype=float), 1e-3))
     if len(x) < 2:
         return float("nan")
@@ -249,10 +251,8 @@ def growth_lines(reports: dict[int, object], size: str) -> list[str]:
 def _play(plan, judge_processes: int, logs: Path, tag: str):
     """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers (``judge_processes``
     on the judge's queues, one on the teams'); returns (report, the running workers)."""
-    from tqdm import tqdm
-
-    from contest.services.simulation import Simulation
-    from contest.workers import start_contest_workers, stop_process_groups
+    from contest.services.simulation import Simulation  # local: after main() has set Django up (the bench's database)
+    from contest.workers import start_contest_workers, stop_process_groups  # local: the same
     procs = start_contest_workers(judge_processes, logs, tag)
     try:
         report = Simulation(plan, log=lambda line: print(line, flush=True),
@@ -286,16 +286,16 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
     folder.mkdir(parents=True, exist_ok=True)
     where = _environment(folder)
-    import django
+    import django  # local: Django is set up only once _environment() has chosen the bench's database
     django.setup()
-    from django.core.management import call_command
-    from django.test import Client
-    from rest_framework.authtoken.models import Token
+    from django.core.management import call_command  # local: after django.setup() above
+    from django.test import Client  # local: after django.setup() above
+    from rest_framework.authtoken.models import Token  # local: after django.setup() above
 
-    from contest.models import AnonymizedSet, Dataset, Membership
-    from contest.services import data
-    from contest.services.simulation import Plan
-    from contest.workers import resident_mb, stop_process_groups
+    from contest.models import AnonymizedSet, Dataset, Membership  # local: after django.setup() above
+    from contest.services import data  # local: after django.setup() above
+    from contest.services.simulation import Plan  # local: after django.setup() above
+    from contest.workers import resident_mb, stop_process_groups  # local: after django.setup() above
 
     print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
           f"judge on {args.workers} worker processes, uploads on 1", flush=True)
@@ -344,7 +344,6 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
                                     "--timeout", "300"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
         procs.append(web)
-        import httpx
         deadline = time.time() + 60
         while True:
             try:
@@ -375,7 +374,6 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
                            files={"file": (big_name, big, "application/octet-stream")}, timeout=300)
             upload_result["answer"] = (r.status_code, time.perf_counter() - t0, r.content)
 
-        import threading
         sender = threading.Thread(target=upload)
         client = "wrk" if use_wrk else "httpx asyncio client in this process (apt-get install wrk for a lighter one)"
         print(f"# load: {args.clients} connections for {args.seconds:.0f} s ({args.clients - team_connections} on "

@@ -415,7 +415,7 @@ def alias_bomb(levels: int) -> str:
 
 def contest_file(n: int, parameters: dict | None = None, **round_fields) -> str:
     """A small contest file (slug ``probe<n>``) with extra ``parameters`` and round fields."""
-    import yaml  # noqa: PLC0415 (a runtime dependency; only the contest-file probes need it)
+    import yaml  # noqa: PLC0415  # local: a runtime dependency only the contest-file probes need
     params = {"users_per_set": 50, "synthesizer": "city", **(parameters or {})}
     rnd = {"number": 1, "name": "R", "ref_days": 2, "org_days": 2,
            "phases": {"anonymization": {"opens": "now", "closes": "now+1d"}}, **round_fields}
@@ -446,7 +446,7 @@ def contest_probes() -> list[tuple[str, str]]:
 def distinct_sets_csv(rows: int, members: int, M: int = 1024, seed: int = 25) -> tuple[bytes, int]:
     """The memory worst case: an anotraces file of ``rows`` distinct generalized sets (no two cells alike,
     so nothing is interned away) naming about ``members`` region ids in all; returns (file, regions per set)."""
-    import numpy as np  # noqa: PLC0415 (only this probe)
+    import numpy as np  # noqa: PLC0415  # local: only this probe computes
     size = int(min(max(members // rows, 2), M))
     rng = np.random.default_rng(seed)
     lines = [b"reg_id"]
@@ -461,7 +461,7 @@ def worst_case(users: int, out=sys.stdout) -> list[tuple[str, str, float, float,
     """The memory worst cases under the size cap (issue 25), on a contest of ``users`` users x 2 days: distinct
     generalized sets naming just under ``scoring.io.formats.MAX_SET_MEMBERS`` region ids (scored: the most
     a worker holds) and just over it (refused before parsing)."""
-    from scoring.io.formats import MAX_SET_MEMBERS  # noqa: PLC0415 - the judge's bound, read when this probe runs
+    from scoring.io.formats import MAX_SET_MEMBERS  # noqa: PLC0415  # local: the judge's bound as this probe runs
     rows = []
     with tempfile.TemporaryDirectory(prefix="tracecup-worst-") as tmp:
         stack = Stack(Path(tmp), users)

@@ -136,7 +136,7 @@ def test_no_import_circle(package):
     assert not circles, f"import circles in {package}: {circles}"
 
 
-@pytest.mark.parametrize("package", ["contest", "scoring", "synth"])
+@pytest.mark.parametrize("package", PACKAGES)
 def test_imports_inside_functions_say_why(package):
     found = [line for line in UNEXPLAINED if line.startswith(f"{package}/")]
     assert not found, "imports inside functions without '# local: <reason>':\n" + "\n".join(found)
