@@ -24,8 +24,10 @@ are rows in the database, so every web process reads the same stamp, with or
 without a shared ``CACHE_URL`` (Redis in docker-compose, so the processes also
 share the stored pages). The stamp is one query per request (:func:`state`,
 pinned by tests/web/test_page_cache.py). What only the clock changes (a phase
-opening at its time) and edits outside the services (the Django admin, a shell)
-show when the bucket turns, 10 s by default; 0 turns the cache off.
+opening at its time), edits outside the services (the Django admin, a shell)
+and the rare change whose transaction commits after a newer one's (its entry or
+job end is then not the newest) show when the bucket turns, 10 s by default; 0
+turns the cache off.
 
 A page that sets a cookie (a CSRF token, a session) is never stored, so no
 visitor is served another's token; the header's language switcher is a GET form
