@@ -31,6 +31,12 @@ def closed(generated, django_capture_on_commit_callbacks):
                                 django_capture_on_commit_callbacks)
 
 
+@pytest.fixture
+def cached(settings):
+    """The page cache on, with a bucket far longer than a test: what shows at once is the stamp's doing."""
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 3600
+
+
 def test_an_anonymous_visitor_is_served_the_stored_page_without_running_the_view(
         closed, client, django_assert_num_queries):
     url = f"/c/{closed.slug}/"
@@ -57,7 +63,7 @@ def test_logged_in_visitors_and_private_pages_are_never_cached(closed, client, c
         assert "X-Page-Cache" not in client.get(path), path
 
 
-def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(closed, client):
+def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(closed, client, cached):
     url = f"/c/{closed.slug}/leaderboard/"
     before = client.get(url)
     assert "embargoed" in before.content.decode() and client.get(url)["X-Page-Cache"] == "hit"
@@ -68,12 +74,6 @@ def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(c
     assert ja["X-Page-Cache"] == "miss" and '<html lang="ja">' in ja.content.decode()
     assert client.get(url, HTTP_ACCEPT_LANGUAGE="ja")["X-Page-Cache"] == "hit"
     assert '<html lang="en">' in client.get(url).content.decode()
-
-
-@pytest.fixture
-def cached(settings):
-    """The page cache on, with a bucket far longer than a test: what shows at once is the stamp's doing."""
-    settings.TRACECUP_PAGE_CACHE_SECONDS = 3600
 
 
 def test_an_organizer_approving_a_team_and_closing_a_phase_show_at_the_next_load(
@@ -142,7 +142,7 @@ def test_the_language_switcher_is_a_get_form_that_keeps_to_this_site(closed, cli
     assert client.put("/i18n/setlang/").status_code == 405
 
 
-def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else_does(closed, client_for):
+def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else_does(closed, client_for, cached):
     url = f"/c/{closed.slug}/team/"
     alpha = client_for("alpha1")
     first = alpha.get(url)  # the CSRF secret is made now: its cookie goes out with this page, not stored
