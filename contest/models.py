@@ -623,7 +623,9 @@ class Job(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["status", "sent_at"])]
+        # finished_at: the newest end of a job is part of the page cache's state stamp (contest.web.page_cache).
+        indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["status", "sent_at"]),
+                   models.Index(fields=["finished_at"])]
 
     def __str__(self):
         return f"job {self.pk} {self.kind} {self.status}"

@@ -151,14 +151,13 @@ TEMPLATES = [{
 }]
 
 # ----- cache ----------------------------------------------------------------
-# The results pages cache their rendered tables under the snapshot's id (a publish makes a new
-# snapshot, so a new key: nothing to invalidate). CACHE_URL (e.g. redis://127.0.0.1:6379/2) shares
-# them between web processes; by default each process keeps its own in memory.
+# One page cache (contest.web.page_cache): whole public pages for visitors without a session and the team
+# dashboard per session, under a key that holds the site's state stamp, so nothing is invalidated by hand.
+# CACHE_URL (e.g. redis://127.0.0.1:6379/2) shares the stored pages between web processes (docker-compose
+# sets it); by default each process keeps its own in memory (the stamp is read from the database either way).
 CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
-#: Seconds a rendered results table stays cached (its key already changes with every snapshot).
-TRACECUP_RESULTS_CACHE_SECONDS = env.int("TRACECUP_RESULTS_CACHE_SECONDS", default=3600)
-#: Seconds a whole public page stays cached for visitors without a session (0: off); what the clock
-#: changes (a phase opening) shows within this time, what is audited at once (contest.web.page_cache).
+#: Seconds a stored page is kept and the clock bucket of its key (0: no page cache): what only the clock
+#: changes (a phase opening at its time) shows within this time; audited actions and jobs' ends at once.
 TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
 #: Public pages a client address may have rendered (not served from the cache) per minute; 0: no limit
 #: (the default outside TRACECUP_PRODUCTION: the demo, tests and benchmarks come from one address).

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +22,7 @@ from django.utils.translation import check_for_language, ngettext
 from django.utils.translation import gettext as _
 
 from contest import permissions
-from contest.models import IDP, Contest, Job, Phase, ResultsSnapshot, Team
+from contest.models import IDP, Contest, Job, Phase, Team
 from contest.services import bundles
 from contest.upload_limits import contest_upload_limit
 from scoring.errors import MESSAGES
@@ -223,7 +222,7 @@ def team_names(contest: Contest) -> dict[int, str]:
 class ResultsView:
     """Read helpers over a snapshot's data (``scoring.results.Results.to_dict()``)."""
 
-    def __init__(self, contest: Contest, data: dict, snapshot: ResultsSnapshot | None = None):
+    def __init__(self, contest: Contest, data: dict):
         self.contest = contest
         self.data = data or {}
         self.names = team_names(contest)
@@ -231,11 +230,6 @@ class ResultsView:
         self.rounds = [(int(r["round"]), float(r["weight"])) for r in self.data.get("round_weights", [])]
         round_names = {r.number: r.name for r in contest.rounds.all()}
         self.round_names = {n: round_names.get(n, _("Round %(n)s") % {"n": n}) for n, _w in self.rounds}
-        # What the pages' cached tables (templates' {% cache %}) depend on: the snapshot (its data never
-        # changes; publishing makes a new one) and the team and round names shown in them.
-        self.cache_key = hashlib.sha256(repr((
-            contest.slug, snapshot.pk if snapshot else None, snapshot.sha256 if snapshot else None,
-            sorted(self.names.items()), sorted(round_names.items()))).encode()).hexdigest()[:32]
         # Which rounds the snapshot counts and whether it is final (``results.standing``; every snapshot
         # has one, contest.services.results.SNAPSHOT_VERSION).
         self.standing = self.data.get("standing") or {}

@@ -1,29 +1,45 @@
-"""Whole public pages cached for visitors who are not logged in (issue 14: pages under load).
+"""The one page cache (issues 14 and 24): whole rendered pages kept in Django's cache framework.
 
-A published contest's public pages (home, overview, rules, leaderboards,
-attack matrix, awards, plots, analyses) are read by many anonymous visitors
-and change rarely. For a request that carries no session and no flash
-messages, the rendered page (body and headers; the CSP header is added outside) is kept in
-Django's cache and served without running the view or the inner middleware:
-about a millisecond instead of tens.
+**The key, in one sentence:** a page is stored under its address (the path and the
+normalized ``round`` parameter), the page language, the viewer (nobody, or the
+dashboard's session and CSRF cookie, hashed) and the site's state stamp (the
+newest audit-log entry, the newest end of a background job and the clock bucket
+of ``TRACECUP_PAGE_CACHE_SECONDS``).
 
-The key holds the path and the query parameters the pages read (``round``, normalized; any other
-parameter is the same page, so a cache-busting ``?x=random`` is served the stored one), the page language (as LocaleMiddleware
-picks it), a version bumped by every saved or deleted row of the contest app
-(signals; seen by every process when the cache is shared, ``CACHE_URL``, e.g.
-Redis), the newest audit-log entry (what the workers change is audited:
-publishing, phase changes, pseudonymization, uploads; seen by every web process
-even with per-process caches) and a time bucket of
-``TRACECUP_PAGE_CACHE_SECONDS``: what the clock changes (a phase opening at
-its time) or a bulk update elsewhere shows within it, 10 s by default. A page
-that sets a cookie (a CSRF token, a session) is never stored, so no visitor is
-served another's token; the header's language switcher is a GET form for that
-reason.
+What this caches: a published contest's public pages (home, overview, rules,
+leaderboards, attack matrix, awards, plots, analyses) for a visitor without a
+session (:class:`PublicPageCacheMiddleware`, served without running the view or
+the inner middleware; the stored headers are replayed, the CSP header is added
+outside), and the team dashboard for the session that rendered it
+(:func:`per_session`). Nothing else is cached: pages of signed-in visitors are
+rendered whole each time.
 
-A page rendered because it was not stored costs tens of milliseconds; each client address may cause
-at most ``TRACECUP_PAGE_RENDERS_PER_MINUTE`` of them a minute (default 120 with ``TRACECUP_PRODUCTION``,
-off otherwise), then it is answered 429 with ``Retry-After`` while every stored page is still served
-to it and everyone else.
+Why the stamp sees every change at the next load, in every process, without
+signals or invalidation: what a page shows changes either by an action of a
+person, which is audited (uploads, selections, team approval and renames,
+phase changes, generation requests, announcements, publishing), or by a
+background job (scoring an upload or an attack, generating the data, closing a
+set, the results, previews, figures), whose end stamps ``Job.finished_at``. Both
+are rows in the database, so every web process reads the same stamp, with or
+without a shared ``CACHE_URL`` (Redis in docker-compose, so the processes also
+share the stored pages). The stamp is one query per request (:func:`state`,
+pinned by tests/web/test_page_cache.py). What only the clock changes (a phase
+opening at its time), edits outside the services (the Django admin, a shell)
+and the rare change whose transaction commits after a newer one's (its entry or
+job end is then not the newest) show when the bucket turns, 10 s by default; 0
+turns the cache off.
+
+A page that sets a cookie (a CSRF token, a session) is never stored, so no
+visitor is served another's token; the header's language switcher is a GET form
+for that reason. A page that shows flash messages is never stored, and a request
+with messages waiting is rendered, not served from the cache: Django's messages
+framework says so (:func:`_has_messages`), so a message is shown once.
+
+A public page rendered because it was not stored costs tens of milliseconds;
+each client address may cause at most ``TRACECUP_PAGE_RENDERS_PER_MINUTE`` of
+them a minute (default 120 with ``TRACECUP_PRODUCTION``, off otherwise), then
+it is answered 429 with ``Retry-After`` while every stored page is still
+served to it and everyone else.
 """
 from __future__ import annotations
 
@@ -33,13 +49,16 @@ import re
 import time
 
 from django.conf import settings
+from django.contrib import messages
+from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
+from django.db import connection
 from django.http import HttpResponse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
 
 from contest.lockout import client_address
-from contest.models import AuditLog
+from contest.models import AuditLog, Job
 
 #: Public pages whose HTML is the same for every anonymous visitor.
 CACHEABLE_PATH = re.compile(r"^/(c/[-\w]+/((rules|leaderboard|attack-matrix|awards|plots|analyses)/)?)?$")
@@ -47,9 +66,12 @@ CACHEABLE_PATH = re.compile(r"^/(c/[-\w]+/((rules|leaderboard|attack-matrix|awar
 #: Headers of a stored page that are not replayed (they belong to the response that was stored).
 NOT_REPLAYED = {"set-cookie", "date", "x-page-cache"}
 
+#: A round's number (or the weighted total): the one query parameter the cached pages read.
+_ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
+
 
 class PublicPageCacheMiddleware:
-    """Serve and store whole public pages for anonymous visitors (see the module docstring)."""
+    """Serve and store whole public pages for visitors without a session (see the module docstring)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -58,49 +80,113 @@ class PublicPageCacheMiddleware:
         seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
         if seconds <= 0 or not self.cacheable(request):
             return self.get_response(request)
-        key = self.key(request, seconds)
+        key = page_key(request, seconds, translation.get_language_from_request(request))
         stored = cache.get(key)
         if stored is not None:
-            response = HttpResponse(stored["content"], status=200)
-            for name, value in stored["headers"]:
-                response[name] = value
-            response["X-Page-Cache"] = "hit"
-            return response
+            return _replay(stored)
         if not _render_allowed(request):
             response = HttpResponse("Too many pages requested that are not cached; try again in a minute.",
                                     status=429, content_type="text/plain; charset=utf-8")
             response["Retry-After"] = "60"
             return response
         response = self.get_response(request)
-        if _storable(response) and not response.cookies:
-            headers = [(k, v) for k, v in response.items() if k.lower() not in NOT_REPLAYED]
-            cache.set(key, {"content": response.content, "headers": headers}, seconds)
-            response["X-Page-Cache"] = "miss"
+        _store(key, request, response, seconds)
         return response
 
     @staticmethod
     def cacheable(request) -> bool:
-        """A GET of a public page by a visitor with no session, no flash messages and no API credentials."""
+        """A GET of a public page by a visitor with no session, no API credentials and no flash messages
+        waiting (without a session, the messages framework keeps them in its cookie)."""
         return (request.method == "GET" and CACHEABLE_PATH.match(request.path_info) is not None
-                and settings.SESSION_COOKIE_NAME not in request.COOKIES and "messages" not in request.COOKIES
+                and settings.SESSION_COOKIE_NAME not in request.COOKIES
+                and CookieStorage.cookie_name not in request.COOKIES
                 and "HTTP_AUTHORIZATION" not in request.META)
 
-    @staticmethod
-    def key(request, seconds: int) -> str:
-        return f"page:{_state(seconds)}:{translation.get_language_from_request(request)}:{page_address(request)}"
+
+def per_session(view):
+    """Cache a signed-in page (the team dashboard) for the session that rendered it (module docstring).
+
+    The page holds that visitor's name and CSRF token, so its viewer part is the
+    session and the CSRF cookie (hashed): a reload by the same browser is served
+    the stored page; nobody else ever is. A page rendered with a new CSRF secret
+    is not stored (its cookie goes out with this response only; Django re-sends a
+    known CSRF cookie with every page only to renew its year-long expiry, which a
+    stored page skips), nor one with flash messages. ``Cache-Control: private``
+    keeps shared caches (a proxy, a CDN) from keeping it for anyone else.
+    """
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        response = cached_for_session(request, *args, **kwargs)
+        patch_cache_control(response, private=True)
+        return response
+
+    def cached_for_session(request, *args, **kwargs):
+        seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
+        session = request.session.session_key
+        if seconds <= 0 or request.method != "GET" or not session or _has_messages(request):
+            return view(request, *args, **kwargs)
+        csrf_secret = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
+        viewer = hashlib.sha256(f"{session}:{csrf_secret or ''}".encode()).hexdigest()
+        key = page_key(request, seconds, translation.get_language(), viewer)
+        stored = cache.get(key)
+        if stored is not None:
+            return _replay(stored)
+        response = view(request, *args, **kwargs)
+        new_secret = "CSRF_COOKIE" in request.META and request.META["CSRF_COOKIE"] != csrf_secret
+        if not new_secret:
+            _store(key, request, response, seconds)
+        return response
+    return wrapper
 
 
-#: A round's number (or the weighted total): the one query parameter the public pages read.
-_ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
+def page_key(request, seconds: int, language: str, viewer: str = "") -> str:
+    """The cache key of a page: its address, the language, the viewer ("" for nobody) and the state stamp."""
+    return f"page:{state(seconds)}:{language}:{viewer}:{page_address(request)}"
 
 
 def page_address(request) -> str:
-    """The path and the query parameters the cached pages read (``round``, as the view reads it); other
+    """The path and the query parameters the cached pages read (``round``, as the views read it); other
     parameters do not change the page and are left out of the key."""
     value = request.GET.get("round", "")
     if not _ROUND_VALUE.match(value):
         return request.path
     return f"{request.path}?round={value if value == 'total' else int(value)}"
+
+
+def state(seconds: int) -> str:
+    """The site's state stamp: the newest audit entry, the newest end of a job (both in one query; the
+    job's end is indexed) and the clock bucket of ``seconds``."""
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT (SELECT MAX({quote('id')}) FROM {quote(AuditLog._meta.db_table)}), "  # noqa: S608 - table and column names from the models, no input
+                       f"(SELECT MAX({quote('finished_at')}) FROM {quote(Job._meta.db_table)})")
+        audited, finished = cursor.fetchone()
+    finished = "".join(c for c in str(finished or 0) if c.isdigit())  # a time (PostgreSQL) or text (SQLite)
+    return f"{audited or 0}:{finished}:{int(time.time() // seconds)}"
+
+
+def _has_messages(request) -> bool:
+    """Whether the request's message storage holds flash messages (waiting, or added by the view)."""
+    return len(messages.get_messages(request)) > 0
+
+
+def _store(key: str, request, response, seconds: int) -> None:
+    """Keep ``response`` under ``key`` for ``seconds`` if it is a whole HTML page that sets no cookie and
+    shows no flash message; mark it ``X-Page-Cache: miss``."""
+    if (response.status_code != 200 or response.streaming or response.cookies
+            or not response.get("Content-Type", "").startswith("text/html") or _has_messages(request)):
+        return
+    headers = [(k, v) for k, v in response.items() if k.lower() not in NOT_REPLAYED]
+    cache.set(key, {"content": response.content, "headers": headers}, seconds)
+    response["X-Page-Cache"] = "miss"
+
+
+def _replay(stored: dict) -> HttpResponse:
+    response = HttpResponse(stored["content"], status=200)
+    for name, value in stored["headers"]:
+        response[name] = value
+    response["X-Page-Cache"] = "hit"
+    return response
 
 
 def _render_allowed(request) -> bool:
@@ -116,71 +202,3 @@ def _render_allowed(request) -> bool:
     except ValueError:  # evicted between add and incr
         cache.set(key, 1, 120)
         return True
-
-
-def _state(seconds: int) -> str:
-    """The part of every key that changes with the contest's data: version, newest audit entry, clock bucket."""
-    newest = AuditLog.objects.order_by("-id").values_list("id", flat=True).first() or 0
-    return f"{cache.get(VERSION_KEY, 0)}:{newest}:{int(time.time() // seconds)}"
-
-
-def _storable(response) -> bool:
-    return (response.status_code == 200 and not response.streaming
-            and response.get("Content-Type", "").startswith("text/html"))
-
-
-def per_session(view):
-    """Cache a signed-in page (the team dashboard) for the session that rendered it, under the same
-    state key as the public pages.
-
-    The page holds that visitor's name and CSRF token, so its key also holds the
-    session and the CSRF cookie (hashed): a reload by the same browser is served
-    the stored page; nobody else ever is. A page that showed flash messages, or
-    that made a new CSRF secret, is not stored (the next load must not repeat
-    the message, and the token's cookie goes out with this response only; Django
-    re-sends a known CSRF cookie with every page only to renew its year-long expiry,
-    which a stored page skips).
-    """
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        response = cached_for_session(request, *args, **kwargs)
-        # One member's page: a shared cache (a proxy, a CDN) must never keep it for anyone else.
-        patch_cache_control(response, private=True)
-        return response
-
-    def cached_for_session(request, *args, **kwargs):
-        seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
-        session = request.session.session_key
-        if seconds <= 0 or request.method != "GET" or not session or "messages" in request.COOKIES:
-            return view(request, *args, **kwargs)
-        who = hashlib.sha256(f"{session}:{request.COOKIES.get(settings.CSRF_COOKIE_NAME, '')}".encode()).hexdigest()
-        key = (f"session-page:{who}:{_state(seconds)}:{translation.get_language()}:"
-               f"{page_address(request)}")
-        stored = cache.get(key)
-        if stored is not None:
-            response = HttpResponse(stored["content"], content_type=stored["content_type"])
-            response["X-Page-Cache"] = "hit"
-            return response
-        response = view(request, *args, **kwargs)
-        # A CSRF secret made by this request (the browser had none) goes out in this response's cookie only.
-        csrf_secret = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
-        new_secret = "CSRF_COOKIE" in request.META and request.META["CSRF_COOKIE"] != csrf_secret
-        if (_storable(response) and not response.cookies and not new_secret
-                and b'class="messages"' not in response.content):
-            cache.set(key, {"content": response.content, "content_type": response["Content-Type"]}, seconds)
-            response["X-Page-Cache"] = "miss"
-        return response
-    return wrapper
-
-
-#: Cache entry counting the changes of the contest app's rows (part of every page's key).
-VERSION_KEY = "page-cache-version"
-
-
-def bump(**_signal) -> None:
-    """A row of the contest app was saved or deleted: every stored public page is outdated."""
-    if not cache.add(VERSION_KEY, 1, None):
-        try:
-            cache.incr(VERSION_KEY)
-        except ValueError:  # evicted between add and incr
-            cache.set(VERSION_KEY, 1, None)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login as auth_login
 from django.contrib.auth import logout
@@ -125,7 +124,7 @@ def _results(request, contest):
     snap, preview = visible_snapshot(request.user, contest)
     if snap is None:
         return None, preview
-    return ResultsView(contest, snap.data, snapshot=snap), preview
+    return ResultsView(contest, snap.data), preview
 
 
 def _round_choice(request, rv: ResultsView, *, total: bool = True):
@@ -219,49 +218,45 @@ def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
     return rows
 
 
+def _challenge_tables(request, contest, rv: ResultsView, round_no: int) -> list[dict]:
+    """The round's two challenge tables (IDP, TRP) in the snapshot's order, the benchmark's sets last."""
+    tables = []
+    for ch in (IDP, TRP):
+        by_team = {s["set"]["team"]: s for s in rv.sets(round_no) if s["set"]["challenge"] == ch}
+        ranked = [(st["position"], st["tied"], by_team[st["team"]])
+                  for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st["team"] in by_team]
+        unc = _board_uncertainty(rv, leaderboard_name(round_no, ch))
+        bench = [(None, False, s) for s in by_team.values() if s.get("benchmark")]
+        srows = []
+        for position, tied, s in ranked + bench:
+            t = s["set"]["team"]
+            srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
+                          "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.get("benchmark"),
+                          "ci_i": _set_interval(rv, s, "s_i_min"), "ci_t": _set_interval(rv, s, "s_t_min"),
+                          "benchmark": s.get("benchmark"), "s_u": s["s_u"],
+                          "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
+                          "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
+                          "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
+                          "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
+                          "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest),
+                          "is_own": _is_own(request, contest, t)})
+        tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
+                       "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
+    return tables
+
+
 @results_page("leaderboard", gettext_noop("Leaderboard"))
 def leaderboard(request, contest, rv, preview):
     """The snapshot's own leaderboards (``Results.leaderboards``), in the order and with the
     positions the judge computed with the awards' ranking rule: the page never ranks."""
     choice = _round_choice(request, rv)
-    round_no = None if choice == "total" else choice
-    # Built only when the template's cached tables (keyed by snapshot, round, language and the viewer's
-    # team, whose rows are marked) are missing.
-    rows = functools.cache(lambda: _board_rows(request, contest, rv, choice))
-
-    @functools.cache
-    def challenge_tables() -> list[dict]:
-        tables = []
-        if round_no is not None:
-            for ch in (IDP, TRP):
-                by_team = {s["set"]["team"]: s for s in rv.sets(round_no) if s["set"]["challenge"] == ch}
-                ranked = [(st["position"], st["tied"], by_team[st["team"]])
-                          for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st["team"] in by_team]
-                unc = _board_uncertainty(rv, leaderboard_name(round_no, ch))
-                bench = [(None, False, s) for s in by_team.values() if s.get("benchmark")]
-                srows = []
-                for position, tied, s in ranked + bench:
-                    t = s["set"]["team"]
-                    srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
-                                  "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.get("benchmark"),
-                                  "ci_i": _set_interval(rv, s, "s_i_min"), "ci_t": _set_interval(rv, s, "s_t_min"),
-                                  "benchmark": s.get("benchmark"), "s_u": s["s_u"],
-                                  "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
-                                  "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
-                                  "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
-                                  "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
-                                  "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest),
-                                  "is_own": _is_own(request, contest, t)})
-                tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
-                               "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
-        return tables
-
-    viewer = permissions.team_of(request.user, contest)
-    ctx = {"rv": rv, "preview": preview, "choice": choice, "rows": rows, "challenge_tables": challenge_tables,
-           "cache_seconds": settings.TRACECUP_RESULTS_CACHE_SECONDS, "viewer": viewer.number if viewer else 0,
+    not_played = choice != "total" and not rv.counts_round(choice)
+    ctx = {"rv": rv, "preview": preview, "choice": choice,
+           "rows": [] if not_played else _board_rows(request, contest, rv, choice),
+           "challenge_tables": [] if not_played or choice == "total" else _challenge_tables(request, contest, rv, choice),
            "uncertainty": rv.data.get("uncertainty") if "sets" in (rv.data.get("uncertainty") or {}) else None,
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
-           "not_played": choice != "total" and not rv.counts_round(choice),
+           "not_played": not_played,
            "round_weight": next((r["weight"] for r in rv.round_states() if r["number"] == choice), None),
            "weighting": weighting_text(rv),
            "tz": contest.tz}
@@ -300,52 +295,51 @@ def _round_links(rv: ResultsView, include_total=False):
     return links
 
 
+def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
+    """The attack matrix of round ``choice`` for each attack kind: attacker rows, one column per valid
+    target set of ``targets``, the targets' minima last, and its heatmap's data."""
+    target_keys = [s["set"]["key"] for s in targets]
+    built = []
+    for kind in AttackKind:
+        metric = kind.symbol
+        cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
+                 if c["kind"] == kind and c["set"]["round"] == choice}
+        attackers = sorted({a for a, _k in cells},
+                           key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
+        rows = []
+        values = []
+        for a in attackers:
+            row_cells = []
+            row_vals = []
+            for key in target_keys:
+                c = cells.get((a, key))
+                v = None if c is None else c["best"]
+                row_vals.append(v)
+                row_cells.append({"value": v, "attempts": c["attempts"] if c else 0, "style": heat_style(v)})
+            rows.append({"label": rv.team_label(a), "judge": isinstance(a, str), "cells": row_cells})
+            values.append(row_vals)
+        minima = [s["s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"] for s in targets]
+        built.append({
+            "kind": kind, "metric": metric, "rows": rows,
+            "minima": [{"value": v, "style": heat_style(v)} for v in minima],
+            "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s) for s in targets],
+                      "values": values,
+                      "min": 0, "max": 1, "rowTitle": _("attacker"), "colTitle": _("target set"),
+                      # the caption promises each target's minimum over all attacks: drawn as the last row
+                      "footer": {"label": _("Minimum"), "values": minima},
+                      "legend": _("%(metric)s (higher: the target resisted better)") % {"metric": metric},
+                      "label": _("Heatmap of %(metric)s, attacker by target") % {"metric": metric}},
+            "chart_id": f"chart-matrix-{kind}",
+        })
+    return built
+
+
 @results_page("matrix", gettext_noop("Attack matrix"))
 def attack_matrix(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
     targets = [s for s in rv.sets(choice) if s["valid"]]
-
-    # Built only when the template's cached table (keyed by snapshot, round, language) is missing.
-    @functools.cache
-    def matrices() -> list[dict]:
-        target_keys = [s["set"]["key"] for s in targets]
-        built = []
-        for kind in AttackKind:
-            metric = kind.symbol
-            cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
-                     if c["kind"] == kind and c["set"]["round"] == choice}
-            attackers = sorted({a for a, _k in cells},
-                               key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
-            rows = []
-            values = []
-            for a in attackers:
-                row_cells = []
-                row_vals = []
-                for key in target_keys:
-                    c = cells.get((a, key))
-                    v = None if c is None else c["best"]
-                    row_vals.append(v)
-                    row_cells.append({"value": v, "attempts": c["attempts"] if c else 0, "style": heat_style(v)})
-                rows.append({"label": rv.team_label(a), "judge": isinstance(a, str), "cells": row_cells})
-                values.append(row_vals)
-            minima = [s["s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"] for s in targets]
-            built.append({
-                "kind": kind, "metric": metric, "rows": rows,
-                "minima": [{"value": v, "style": heat_style(v)} for v in minima],
-                "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s) for s in targets],
-                          "values": values,
-                          "min": 0, "max": 1, "rowTitle": _("attacker"), "colTitle": _("target set"),
-                          # the caption promises each target's minimum over all attacks: drawn as the last row
-                          "footer": {"label": _("Minimum"), "values": minima},
-                          "legend": _("%(metric)s (higher: the target resisted better)") % {"metric": metric},
-                          "label": _("Heatmap of %(metric)s, attacker by target") % {"metric": metric}},
-                "chart_id": f"chart-matrix-{kind}",
-            })
-        return built
-
     ctx = {"rv": rv, "preview": preview, "choice": choice, "targets": [{"label": rv.set_label(s)} for s in targets],
-           "matrices": matrices, "cache_seconds": settings.TRACECUP_RESULTS_CACHE_SECONDS,
-           "round_links": _round_links(rv),
+           "matrices": _matrices(rv, choice, targets), "round_links": _round_links(rv),
            "not_played": choice is not None and not rv.counts_round(choice)}
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
 

@@ -189,8 +189,8 @@ def test_importing_the_settings_makes_no_folder_and_the_app_makes_them(tmp_path)
 
 
 def test_docker_compose_shares_one_cache_between_web_processes():
-    """Every process of the stack gets the same CACHE_URL on the compose Redis (issue 23): a saved row bumps
-    the pages' version in the one cache, so every web process's cached pages are outdated at once."""
+    """Every process of the stack gets the same CACHE_URL on the compose Redis (issues 23, 24): the web
+    processes share the stored pages (contest.web.page_cache), so a page rendered by one is served by all."""
     import environ
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     url = compose["x-app-env"]["CACHE_URL"]

@@ -1,17 +1,26 @@
-"""Whole public pages cached for anonymous visitors (contest.web.page_cache, issue 14).
+"""The one page cache (contest.web.page_cache, issues 14 and 24).
 
-A hit runs no view (one query: the newest audit entry); it replays the stored
-headers (CSP, framing) and never a cookie; logged-in visitors, team pages and
-the console are never cached; an audited change (publishing) or another
-language is another key; the clock's bucket bounds what is not audited.
+A page is stored under its address (path and normalized ``round``), the
+language, the viewer (nobody, or the dashboard's session and CSRF cookie) and
+the site's state stamp (newest audit entry, newest end of a job, clock bucket).
+These tests go through the real middleware with the cache on and prove each
+promise by its meaning: a hit runs no view (one query: the stamp); it replays
+the stored headers (CSP, framing) and never a cookie; signed-in visitors'
+pages other than the dashboard are never cached, and the dashboard only for
+its own session; what an organizer does or a worker finishes (approving a
+team, closing a phase, scoring an upload, publishing) shows at the very next
+load of a public page and of the dashboard, without waiting for the clock's
+bucket; a flash message is shown once and never stored.
 """
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
-from contest.services import results
+from contest.models import AuditLog, Dataset, Phase
+from contest.services import judge, results, teams, uploads
 from contest.web import page_cache
-from tests.contest.conftest import upload_all_and_close
+from tests.contest.conftest import anonymize_csv, upload_all_and_close, user
 
 pytestmark = pytest.mark.django_db
 
@@ -22,12 +31,18 @@ def closed(generated, django_capture_on_commit_callbacks):
                                 django_capture_on_commit_callbacks)
 
 
+@pytest.fixture
+def cached(settings):
+    """The page cache on, with a bucket far longer than a test: what shows at once is the stamp's doing."""
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 3600
+
+
 def test_an_anonymous_visitor_is_served_the_stored_page_without_running_the_view(
         closed, client, django_assert_num_queries):
     url = f"/c/{closed.slug}/"
     first = client.get(url)
     assert first.status_code == 200 and first["X-Page-Cache"] == "miss"
-    with django_assert_num_queries(1):  # the newest audit entry, for the key
+    with django_assert_num_queries(1):  # the state stamp, for the key
         again = client.get(url)
     assert again["X-Page-Cache"] == "hit" and again.content == first.content
     for header in ("Content-Security-Policy", "X-Frame-Options", "Content-Language", "Content-Type"):
@@ -48,7 +63,7 @@ def test_logged_in_visitors_and_private_pages_are_never_cached(closed, client, c
         assert "X-Page-Cache" not in client.get(path), path
 
 
-def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(closed, client):
+def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(closed, client, cached):
     url = f"/c/{closed.slug}/leaderboard/"
     before = client.get(url)
     assert "embargoed" in before.content.decode() and client.get(url)["X-Page-Cache"] == "hit"
@@ -61,14 +76,45 @@ def test_publishing_is_seen_at_the_next_request_and_each_language_has_its_page(c
     assert '<html lang="en">' in client.get(url).content.decode()
 
 
-def test_a_saved_row_is_seen_at_the_next_request(closed, client):
-    url = f"/c/{closed.slug}/"
+def test_an_organizer_approving_a_team_and_closing_a_phase_show_at_the_next_load(
+        generated, client, cached, django_capture_on_commit_callbacks):
+    url = f"/c/{generated.slug}/"
+    newcomer = teams.add_team(generated, "Newcomers", approved=False)
     client.get(url)
+    stored = client.get(url)
+    assert stored["X-Page-Cache"] == "hit" and "Newcomers" not in stored.content.decode()
+    teams.approve_team(newcomer)
+    approved = client.get(url)
+    assert approved["X-Page-Cache"] == "miss" and "Newcomers" in approved.content.decode()
     assert client.get(url)["X-Page-Cache"] == "hit"
-    closed.name = "Renamed Cup"  # a console or admin edit: not audited, but a saved row
-    closed.save()
-    again = client.get(url)
-    assert again["X-Page-Cache"] == "miss" and "Renamed Cup" in again.content.decode()
+    anonymization = Phase.objects.get(round__contest=generated, kind=Phase.ANONYMIZATION)
+    with django_capture_on_commit_callbacks(execute=True):  # the judge's close runs as jobs, here
+        judge.close_phase_now(anonymization)
+    closed = client.get(url)
+    assert "anonymization phase is open" in stored.content.decode()
+    assert closed["X-Page-Cache"] == "miss" and "anonymization phase is open" not in closed.content.decode()
+
+
+def test_a_worker_scoring_an_upload_shows_at_the_next_load_of_the_dashboard(
+        generated, client_for, cached, django_capture_on_commit_callbacks):
+    """The upload is audited; its scoring is a job of the teams' worker that records no audit entry: the
+    job's end is what the next load sees."""
+    url = f"/c/{generated.slug}/team/"
+    alpha = client_for("alpha1")
+    alpha.get(url)  # the CSRF cookie is made
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds,
+                                      content=anonymize_csv(ds, "A1-none", seed=1), name="a.csv")
+    alpha.get(url)
+    pending = alpha.get(url)
+    assert pending["X-Page-Cache"] == "hit" and '<span class="badge badge-info">queued</span>' in pending.content.decode()
+    audited = AuditLog.objects.count()
+    for callback in queued:  # the worker scores the upload
+        callback()
+    assert AuditLog.objects.count() == audited
+    scored = alpha.get(url)
+    assert scored["X-Page-Cache"] == "miss" and '<span class="badge badge-ok">valid</span>' in scored.content.decode()
 
 
 def test_what_the_clock_changes_shows_within_the_bucket(closed, client, settings, monkeypatch):
@@ -96,7 +142,7 @@ def test_the_language_switcher_is_a_get_form_that_keeps_to_this_site(closed, cli
     assert client.put("/i18n/setlang/").status_code == 405
 
 
-def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else_does(closed, client_for):
+def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else_does(closed, client_for, cached):
     url = f"/c/{closed.slug}/team/"
     alpha = client_for("alpha1")
     first = alpha.get(url)  # the CSRF secret is made now: its cookie goes out with this page, not stored
@@ -110,22 +156,33 @@ def test_a_member_reloading_the_team_page_gets_it_from_the_cache_and_nobody_else
     other.get(url)
     mine = other.get(url)
     assert mine["X-Page-Cache"] == "miss" and "Signed in as alpha2" in mine.content.decode()
-    closed.rounds.get().phases.first().save()  # any saved row: the next load renders again
+    teams.approve_team(closed.teams.get(number=2), approved=False)  # an organizer's action: the next load renders
     assert alpha.get(url)["X-Page-Cache"] == "miss"
 
 
-def test_a_page_with_a_flash_message_is_not_stored(closed, client_for):
+def test_a_dashboard_hit_runs_no_view(closed, client_for, django_assert_num_queries):
     url = f"/c/{closed.slug}/team/"
     alpha = client_for("alpha1")
     alpha.get(url)
+    alpha.get(url)
+    with django_assert_num_queries(3):  # the session, its user (login_required) and the state stamp
+        assert alpha.get(url)["X-Page-Cache"] == "hit"
+
+
+def test_a_page_with_a_flash_message_is_not_stored_and_the_next_load_does_not_repeat_it(closed, client_for):
+    url = f"/c/{closed.slug}/team/"
+    alpha = client_for("alpha1")
+    alpha.get(url)
+    assert alpha.get(url)["X-Page-Cache"] == "miss"
     ps = closed.rounds.get().datasets.filter(number=2).first().public_set
-    etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, closed.users_per_set + 1))).encode()
-    from django.core.files.uploadedfile import SimpleUploadedFile
+    audited = AuditLog.objects.count()
+    # refused (no such attack kind): a flash message, nothing audited, so the page's key stays the same
     shown = alpha.post(f"/c/{closed.slug}/team/targets/{ps.pk}/attack/",
-                       {"kind": "etable", "file": SimpleUploadedFile("e.csv", etable)}, follow=True)
+                       {"kind": "nonsense", "file": SimpleUploadedFile("e.csv", b"user_id\n1\n")}, follow=True)
+    assert AuditLog.objects.count() == audited
     assert 'class="messages"' in shown.content.decode() and "X-Page-Cache" not in shown
     after = alpha.get(url)
-    assert 'class="messages"' not in after.content.decode()
+    assert after["X-Page-Cache"] == "hit" and 'class="messages"' not in after.content.decode()
 
 
 def test_unknown_query_parameters_are_served_the_stored_page(closed, client):
@@ -158,3 +215,17 @@ def test_the_team_dashboard_is_private_to_the_browser(closed, client_for):
     for _ in range(2):  # rendered, then served from the cache
         response = alpha.get(f"/c/{closed.slug}/team/")
         assert response.status_code == 200 and "private" in response["Cache-Control"]
+
+
+def test_the_leaderboard_marks_the_viewers_own_team_only(closed, client, client_for):
+    """Signed-in visitors' results pages are rendered for them; an anonymous visitor never gets theirs."""
+    results.publish_results(closed)
+    url = f"/c/{closed.slug}/leaderboard/"
+    anonymous = client.get(url).content.decode()
+    alpha = client_for("alpha1").get(url).content.decode()
+    beta = client_for("beta1").get(url).content.decode()
+    assert 'class="is-own"' not in anonymous
+    assert alpha.count('class="is-own"') >= 1 and beta.count('class="is-own"') >= 1
+    own = lambda html: html.split('class="is-own"', 1)[1].split("</tr>", 1)[0]  # noqa: E731
+    assert "Alpha" in own(alpha) and "Beta" in own(beta)
+    assert 'class="is-own"' not in client.get(url).content.decode()  # the anonymous page after them
