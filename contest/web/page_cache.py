@@ -35,6 +35,10 @@ for that reason. A page that shows flash messages is never stored, and a request
 with messages waiting is rendered, not served from the cache: Django's messages
 framework says so (:func:`_has_messages`), so a message is shown once.
 
+When the stamp changes, the first visitor renders the public page again, and visitors who arrive
+while it renders get the page's last rendering (``X-Page-Cache: stale``) instead of all rendering it
+at once; that copy is never older than one bucket.
+
 A public page rendered because it was not stored costs tens of milliseconds;
 each client address may cause at most ``TRACECUP_PAGE_RENDERS_PER_MINUTE`` of
 them a minute (default 120 with ``TRACECUP_PRODUCTION``, off otherwise), then
@@ -66,6 +70,10 @@ CACHEABLE_PATH = re.compile(r"^/(c/[-\w]+/((rules|leaderboard|attack-matrix|awar
 #: Headers of a stored page that are not replayed (they belong to the response that was stored).
 NOT_REPLAYED = {"set-cookie", "date", "x-page-cache"}
 
+#: Longest a public page's re-rendering is waited for (seconds): visitors arriving meanwhile get the page's last
+#: rendering (``X-Page-Cache: stale``); a render that dies frees the page after this.
+RENDER_SECONDS = 5
+
 #: A round's number (or the weighted total): the one query parameter the cached pages read.
 _ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
 
@@ -80,17 +88,32 @@ class PublicPageCacheMiddleware:
         seconds = settings.TRACECUP_PAGE_CACHE_SECONDS
         if seconds <= 0 or not self.cacheable(request):
             return self.get_response(request)
-        key = page_key(request, seconds, translation.get_language_from_request(request))
+        language = translation.get_language_from_request(request)
+        key = page_key(request, seconds, language)
         stored = cache.get(key)
         if stored is not None:
             return _replay(stored)
-        if not _render_allowed(request):
-            response = HttpResponse("Too many pages requested that are not cached; try again in a minute.",
-                                    status=429, content_type="text/plain; charset=utf-8")
-            response["Retry-After"] = "60"
-            return response
-        response = self.get_response(request)
-        _store(key, request, response, seconds)
+        # The stamp changed (a job ended, an action was audited): one visitor renders the page again, and
+        # those who arrive meanwhile get its last rendering instead of all rendering it at once (under
+        # load, 50 connections rendered each page together at every job's end).
+        latest = f"page-latest:{language}:{page_address(request)}"
+        rendering = f"{key}:rendering"
+        if not cache.add(rendering, 1, RENDER_SECONDS):
+            previous = cache.get(latest)
+            if previous is not None:
+                return _replay(previous, "stale")
+        try:
+            if not _render_allowed(request):
+                response = HttpResponse("Too many pages requested that are not cached; try again in a minute.",
+                                        status=429, content_type="text/plain; charset=utf-8")
+                response["Retry-After"] = "60"
+                return response
+            response = self.get_response(request)
+            stored = _store(key, request, response, seconds)
+            if stored is not None:
+                cache.set(latest, stored, seconds)   # served while the next stamp's page renders: never older
+        finally:                                     # than one bucket
+            cache.delete(rendering)
         return response
 
     @staticmethod
@@ -170,22 +193,24 @@ def _has_messages(request) -> bool:
     return len(messages.get_messages(request)) > 0
 
 
-def _store(key: str, request, response, seconds: int) -> None:
+def _store(key: str, request, response, seconds: int) -> dict | None:
     """Keep ``response`` under ``key`` for ``seconds`` if it is a whole HTML page that sets no cookie and
-    shows no flash message; mark it ``X-Page-Cache: miss``."""
+    shows no flash message; mark it ``X-Page-Cache: miss``. Returns what was stored, or None."""
     if (response.status_code != 200 or response.streaming or response.cookies
             or not response.get("Content-Type", "").startswith("text/html") or _has_messages(request)):
-        return
+        return None
     headers = [(k, v) for k, v in response.items() if k.lower() not in NOT_REPLAYED]
-    cache.set(key, {"content": response.content, "headers": headers}, seconds)
+    stored = {"content": response.content, "headers": headers}
+    cache.set(key, stored, seconds)
     response["X-Page-Cache"] = "miss"
+    return stored
 
 
-def _replay(stored: dict) -> HttpResponse:
+def _replay(stored: dict, mark: str = "hit") -> HttpResponse:
     response = HttpResponse(stored["content"], status=200)
     for name, value in stored["headers"]:
         response[name] = value
-    response["X-Page-Cache"] = "hit"
+    response["X-Page-Cache"] = mark
     return response
 
 

@@ -229,3 +229,38 @@ def test_the_leaderboard_marks_the_viewers_own_team_only(closed, client, client_
     own = lambda html: html.split('class="is-own"', 1)[1].split("</tr>", 1)[0]  # noqa: E731
     assert "Alpha" in own(alpha) and "Beta" in own(beta)
     assert 'class="is-own"' not in client.get(url).content.decode()  # the anonymous page after them
+
+
+def test_while_a_changed_page_renders_others_get_its_last_rendering_never_older_than_the_bucket(
+        closed, client, cached, monkeypatch):
+    """The stamp changes (here: publishing); while one visitor renders the page again, another arriving
+    meanwhile gets the last rendering (marked stale) rather than rendering it too; the next visitor after
+    the render gets the new page. With no rendering younger than the bucket, a visitor renders it."""
+    url = f"/c/{closed.slug}/leaderboard/"
+    before = client.get(url)
+    assert before["X-Page-Cache"] == "miss" and "embargoed" in before.content.decode()
+    results.publish_results(closed)
+    real = page_cache.cache
+
+    class SomeoneRenders:
+        """The cache, but another request holds every page's rendering."""
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add(self, key, *args, **kwargs):
+            return False if key.endswith(":rendering") else real.add(key, *args, **kwargs)
+
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    meanwhile = client.get(url)
+    assert meanwhile["X-Page-Cache"] == "stale" and meanwhile.content == before.content
+    monkeypatch.setattr(page_cache, "cache", real)
+    after = client.get(url)
+    assert after["X-Page-Cache"] == "miss" and "embargoed" not in after.content.decode()
+    assert client.get(url)["X-Page-Cache"] == "hit"
+    # the last rendering lives one bucket: past it, a visitor arriving during a render renders it himself
+    real.delete(f"page-latest:en:{url}")   # what the bucket's end does to it
+    results.unpublish_results(closed)
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    alone = client.get(url)
+    assert alone["X-Page-Cache"] == "miss" and "embargoed" in alone.content.decode()
