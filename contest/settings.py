@@ -154,11 +154,14 @@ TEMPLATES = [{
 # One page cache (contest.web.page_cache): whole public pages for visitors without a session and the team
 # dashboard per session, under a key that holds the site's state stamp, so nothing is invalidated by hand.
 # CACHE_URL (e.g. redis://127.0.0.1:6379/2) shares the stored pages between web processes (docker-compose
-# sets it); by default each process keeps its own in memory (the stamp is read from the database either way).
+# sets it); by default each process keeps its own in memory (each then reads the stamp from the database).
 CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
 #: Seconds a stored page is kept and the clock bucket of its key (0: no page cache): what only the clock
 #: changes (a phase opening at its time) shows within this time; audited actions and jobs' ends at once.
 TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
+#: Longest the state stamp read from the database is reused, in seconds (contest.services.site_state): a page
+#: hit makes no query; audited actions and jobs' ends delete it at once (in every process with CACHE_URL).
+TRACECUP_PAGE_STAMP_SECONDS = env.int("TRACECUP_PAGE_STAMP_SECONDS", default=1)
 #: Public pages a client address may have rendered (not served from the cache) per minute; 0: no limit
 #: (the default outside TRACECUP_PRODUCTION: the demo, tests and benchmarks come from one address).
 TRACECUP_PAGE_RENDERS_PER_MINUTE = env.int("TRACECUP_PAGE_RENDERS_PER_MINUTE", default=120 if PRODUCTION else 0)

@@ -32,7 +32,7 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from contest.celery import app as celery_app
 from contest.models import Job
 from contest.queues import QUEUE_OF
-from contest.services import audit
+from contest.services import audit, site_state
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +209,7 @@ def execute(job_id: int) -> str:
         return Job.FAILED
     mine.update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
                 message=(message or "done")[:300], heartbeat_at=timezone.now())
+    site_state.changed()  # a job's end is part of the pages' stamp
     return Job.SUCCEEDED
 
 
@@ -259,6 +260,7 @@ def _fail(job: Job, exc: BaseException, token: str, message: str = "") -> None:
     Job.objects.filter(pk=job.pk, claim=token).update(
         status=Job.FAILED, finished_at=timezone.now(), message=(message or f"failed: {exc}")[:300],
         error="".join(traceback.format_exception(exc))[-8000:])
+    site_state.changed()
 
 
 def requeue_stalled(now=None) -> dict:
@@ -289,6 +291,8 @@ def requeue_stalled(now=None) -> dict:
                          message=f"retrying: the worker stopped (attempt {job.attempts + 1} of "
                                  f"{settings.TRACECUP_JOB_MAX_ATTEMPTS})"):
             requeued += 1
+    if failed:
+        site_state.changed()
     limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
     for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - OUTBOX_GRACE).only("pk", "kind", "sent_at",
                                                                                            "sends"):

@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
-from contest.services import analyses, audit, bundles, data, jobs, results, storage
+from contest.services import analyses, audit, bundles, data, jobs, results, site_state, storage
 from contest.services.uploads import lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
@@ -274,6 +274,7 @@ def request_close(round_: Round, *, user=None):
     """
     Job.objects.filter(kind="privacy_preview", args__round_id=round_.pk, status=Job.QUEUED).update(
         status=Job.SUCCEEDED, finished_at=timezone.now(), message="skipped: the anonymization phase closed")
+    site_state.changed()
     return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)
 
 

@@ -4,7 +4,7 @@
 normalized ``round`` parameter), the page language, the viewer (nobody, or the
 dashboard's session and CSRF cookie, hashed) and the site's state stamp (the
 newest audit-log entry, the newest end of a background job and the clock bucket
-of ``TRACECUP_PAGE_CACHE_SECONDS``).
+of ``TRACECUP_PAGE_CACHE_SECONDS``; :mod:`contest.services.site_state`).
 
 What this caches: a published contest's public pages (home, overview, rules,
 leaderboards, attack matrix, awards, plots, analyses) for a visitor without a
@@ -14,16 +14,19 @@ outside), and the team dashboard for the session that rendered it
 (:func:`per_session`). Nothing else is cached: pages of signed-in visitors are
 rendered whole each time.
 
-Why the stamp sees every change at the next load, in every process, without
-signals or invalidation: what a page shows changes either by an action of a
+Why the stamp sees every change at the next load without signals or
+invalidation by hand: what a page shows changes either by an action of a
 person, which is audited (uploads, selections, team approval and renames,
 phase changes, generation requests, announcements, publishing), or by a
 background job (scoring an upload or an attack, generating the data, closing a
 set, the results, previews, figures), whose end stamps ``Job.finished_at``. Both
 are rows in the database, so every web process reads the same stamp, with or
 without a shared ``CACHE_URL`` (Redis in docker-compose, so the processes also
-share the stored pages). The stamp is one query per request (:func:`state`,
-pinned by tests/web/test_page_cache.py). What only the clock changes (a phase
+share the stored pages). A hit makes no database query: the stamp read is kept
+in the cache for a second and deleted by whoever records an audit entry or ends
+a job (:mod:`contest.services.site_state`); with the default per-process memory
+cache, a job ended by a worker process shows within that second (pinned by
+tests/web/test_page_cache.py). What only the clock changes (a phase
 opening at its time), edits outside the services (the Django admin, a shell)
 and the rare change whose transaction commits after a newer one's (its entry or
 job end is then not the newest) show when the bucket turns, 10 s by default; 0
@@ -56,13 +59,12 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
-from django.db import connection
 from django.http import HttpResponse
 from django.utils import translation
 from django.utils.cache import patch_cache_control
 
 from contest.lockout import client_address
-from contest.models import AuditLog, Job
+from contest.services import site_state
 
 #: Public pages whose HTML is the same for every anonymous visitor.
 CACHEABLE_PATH = re.compile(r"^/(c/[-\w]+/((rules|leaderboard|attack-matrix|awards|plots|analyses)/)?)?$")
@@ -177,15 +179,9 @@ def page_address(request) -> str:
 
 
 def state(seconds: int) -> str:
-    """The site's state stamp: the newest audit entry, the newest end of a job (both in one query; the
-    job's end is indexed) and the clock bucket of ``seconds``."""
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT (SELECT MAX({quote('id')}) FROM {quote(AuditLog._meta.db_table)}), "  # noqa: S608 - table and column names from the models, no input
-                       f"(SELECT MAX({quote('finished_at')}) FROM {quote(Job._meta.db_table)})")
-        audited, finished = cursor.fetchone()
-    finished = "".join(c for c in str(finished or 0) if c.isdigit())  # a time (PostgreSQL) or text (SQLite)
-    return f"{audited or 0}:{finished}:{int(time.time() // seconds)}"
+    """The site's state stamp (:func:`contest.services.site_state.stamp`: the newest audit entry and the
+    newest end of a job) and the clock bucket of ``seconds``."""
+    return f"{site_state.stamp()}:{int(time.time() // seconds)}"
 
 
 def _has_messages(request) -> bool:

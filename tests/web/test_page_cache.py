@@ -4,7 +4,7 @@ A page is stored under its address (path and normalized ``round``), the
 language, the viewer (nobody, or the dashboard's session and CSRF cookie) and
 the site's state stamp (newest audit entry, newest end of a job, clock bucket).
 These tests go through the real middleware with the cache on and prove each
-promise by its meaning: a hit runs no view (one query: the stamp); it replays
+promise by its meaning: a hit runs no view and no query; it replays
 the stored headers (CSP, framing) and never a cookie; signed-in visitors'
 pages other than the dashboard are never cached, and the dashboard only for
 its own session; what an organizer does or a worker finishes (approving a
@@ -33,8 +33,16 @@ def closed(generated, django_capture_on_commit_callbacks):
 
 @pytest.fixture
 def cached(settings):
-    """The page cache on, with a bucket far longer than a test: what shows at once is the stamp's doing."""
+    """The page cache on, with a bucket far longer than a test and the stamp read kept as long: what
+    shows at once is the doing of the services that delete the stamp."""
     settings.TRACECUP_PAGE_CACHE_SECONDS = 3600
+    settings.TRACECUP_PAGE_STAMP_SECONDS = 3600
+
+
+@pytest.fixture(autouse=True)
+def _stamp_kept_for_the_test(settings):
+    """The stamp read kept longer than a test, so the query counts below do not depend on its timing."""
+    settings.TRACECUP_PAGE_STAMP_SECONDS = 3600
 
 
 def test_an_anonymous_visitor_is_served_the_stored_page_without_running_the_view(
@@ -42,7 +50,7 @@ def test_an_anonymous_visitor_is_served_the_stored_page_without_running_the_view
     url = f"/c/{closed.slug}/"
     first = client.get(url)
     assert first.status_code == 200 and first["X-Page-Cache"] == "miss"
-    with django_assert_num_queries(1):  # the state stamp, for the key
+    with django_assert_num_queries(0):  # the state stamp read by the miss is kept for its second
         again = client.get(url)
     assert again["X-Page-Cache"] == "hit" and again.content == first.content
     for header in ("Content-Security-Policy", "X-Frame-Options", "Content-Language", "Content-Type"):
@@ -165,7 +173,7 @@ def test_a_dashboard_hit_runs_no_view(closed, client_for, django_assert_num_quer
     alpha = client_for("alpha1")
     alpha.get(url)
     alpha.get(url)
-    with django_assert_num_queries(3):  # the session, its user (login_required) and the state stamp
+    with django_assert_num_queries(2):  # the session and its user (login_required); the stamp is kept
         assert alpha.get(url)["X-Page-Cache"] == "hit"
 
 
@@ -264,3 +272,40 @@ def test_while_a_changed_page_renders_others_get_its_last_rendering_never_older_
     monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
     alone = client.get(url)
     assert alone["X-Page-Cache"] == "miss" and "embargoed" in alone.content.decode()
+
+
+def test_a_change_made_in_another_process_shows_once_the_stamp_read_expires(closed, client, settings):
+    """A worker process with its own memory cache cannot delete this process's stamp: its job's end is
+    seen when the stamp read expires (TRACECUP_PAGE_STAMP_SECONDS), not at the bucket's turn."""
+    import time
+
+    from django.utils import timezone
+
+    from contest.models import Job
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 3600
+    settings.TRACECUP_PAGE_STAMP_SECONDS = 1
+    url = f"/c/{closed.slug}/"
+    client.get(url)
+    assert client.get(url)["X-Page-Cache"] == "hit"
+    # what another process's job end looks like here: the row changes, this process's cache is not told
+    Job.objects.create(kind="score_attack", status=Job.SUCCEEDED, finished_at=timezone.now() + timezone.timedelta(days=1))
+    assert client.get(url)["X-Page-Cache"] == "hit"   # within the stamp's second
+    time.sleep(1.1)
+    assert client.get(url)["X-Page-Cache"] == "miss"
+
+
+def test_recording_an_audit_entry_or_ending_a_job_deletes_the_stamp_now_and_at_commit(
+        closed, django_capture_on_commit_callbacks):
+    from django.core.cache import cache
+
+    from contest.services import audit, jobs, site_state
+    site_state.stamp()
+    with django_capture_on_commit_callbacks() as at_commit:
+        audit.record("test-action", contest=closed)
+    assert cache.get(site_state.KEY) is None and site_state._forget in at_commit
+    assert site_state.stamp() == site_state.read()
+    job = jobs.create_job("score_attack", contest=closed, dispatch=False, attack_id=0)
+    site_state.stamp()
+    with django_capture_on_commit_callbacks() as at_commit:
+        jobs.execute(job.pk)  # fails (no such attack): a failed job has ended too
+    assert cache.get(site_state.KEY) is None and site_state._forget in at_commit
