@@ -33,7 +33,7 @@ from .grid import Grid, TimeAxis
 from .pseudonymize import Pseudonymized, pseudonymize
 from .seeds import derived_seed
 from .traces import AnonymizedTraces, Traces
-from .uncertainty import per_user_attack
+from .uncertainty import scored_attack
 from .vocabulary import AttackKind
 
 
@@ -58,6 +58,9 @@ class AttackOutcome:
         contribution: (m,) float64 per user such that ``contribution.sum() ==
             score`` (up to rounding): ``(1 - reidentified) / m`` for s_I, the
             user's weighted error over the set's total weight for s_T.
+        parts: the score's per-user parts as results store them
+            (``scoring.uncertainty.per_user_attack``: ``num`` and, for s_T, ``den``;
+            users in ascending user id).
     """
 
     name: str
@@ -69,6 +72,7 @@ class AttackOutcome:
     reidentified: np.ndarray | None = None
     error: np.ndarray | None = None
     contribution: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    parts: dict = field(default_factory=dict)
 
 
 def _user_order(original: Traces, user_ids_of_pseudonyms: np.ndarray) -> np.ndarray:
@@ -77,23 +81,23 @@ def _user_order(original: Traces, user_ids_of_pseudonyms: np.ndarray) -> np.ndar
 
 
 def reidentification_outcome(original: Traces, true_users: np.ndarray, estimate: np.ndarray) -> tuple:
-    """Per-user view of an etable: (score, reidentified (m,), contribution (m,)) in original user order."""
+    """Per-user view of an etable: (score, reidentified (m,), contribution (m,), parts) in original user
+    order."""
     true_users = np.asarray(true_users, dtype=np.int64)
     correct_by_pseudonym = np.asarray(estimate, dtype=np.int64) == true_users
     reidentified = np.zeros(original.m, dtype=bool)
     reidentified[_user_order(original, true_users)] = correct_by_pseudonym
-    score = scores.reidentification(true_users, estimate)
-    return score, reidentified, (~reidentified).astype(np.float64) / original.m
+    score, parts = scored_attack(AttackKind.REIDENTIFICATION, None, estimate, true_users=true_users)
+    return score, reidentified, (~reidentified).astype(np.float64) / original.m, parts
 
 
 def trace_inference_outcome(grid: Grid, original: Traces, estimate: Traces, *, lambda_t: float = 2.0,
                             hospital_weight: float = 10.0) -> tuple:
-    """Per-user view of estimated traces: (score, error (m,), contribution (m,))."""
-    parts = per_user_attack(AttackKind.TRACE_INFERENCE, grid, estimate, truth=original, lambda_t=lambda_t,
-                            hospital_weight=hospital_weight)
+    """Per-user view of estimated traces: (score, error (m,), contribution (m,), parts)."""
+    score, parts = scored_attack(AttackKind.TRACE_INFERENCE, grid, estimate, truth=original, lambda_t=lambda_t,
+                                 hospital_weight=hospital_weight)
     num, den = parts["num"], parts["den"]
-    score = scores.trace_inference(grid, original, estimate, lambda_t=lambda_t, hospital_weight=hospital_weight)
-    return score, num / den, num / den.sum()
+    return score, num / den, num / den.sum(), parts
 
 
 def run_attack(algorithm: Algorithm | str, grid: Grid, reference: Traces, pub: AnonymizedTraces, *, seed: int,
@@ -118,14 +122,14 @@ def run_attack(algorithm: Algorithm | str, grid: Grid, reference: Traces, pub: A
     resolved = algorithm.resolve({**algorithm.axis_params(axis or TimeAxis()), **(params or {})})
     out = algorithm.run(grid, reference, pub, seed=seed, **resolved)
     if algorithm.kind == AttackKind.REIDENTIFICATION:
-        score, reidentified, contribution = reidentification_outcome(original, true_users, out)
+        score, reidentified, contribution, parts = reidentification_outcome(original, true_users, out)
         return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
-                             reidentified=reidentified, contribution=contribution)
+                             reidentified=reidentified, contribution=contribution, parts=parts)
     if algorithm.kind == AttackKind.TRACE_INFERENCE:
-        score, error, contribution = trace_inference_outcome(grid, original, out, lambda_t=lambda_t,
-                                                             hospital_weight=hospital_weight)
+        score, error, contribution, parts = trace_inference_outcome(grid, original, out, lambda_t=lambda_t,
+                                                                    hospital_weight=hospital_weight)
         return AttackOutcome(algorithm.name, algorithm.kind, seed, resolved, out, float(score),
-                             error=error, contribution=contribution)
+                             error=error, contribution=contribution, parts=parts)
     raise ValueError(f"{algorithm.name} is a {algorithm.kind}, not an attack")
 
 

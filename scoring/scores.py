@@ -157,6 +157,25 @@ def trace_inference_per_event(grid, truth: Traces, estimate: Traces, *, lambda_t
     return g_t(grid.distance[truth.regions, estimate.regions], lambda_t)
 
 
+def trace_inference_weighted(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 2.0,
+                             hospital_weight: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
+    """The two (m, L) float64 arrays behind s_T: each event's weighted error
+    ``w(ev) * min(1, d(o, o_hat) / lambda_T)`` and its weight ``w(ev)`` (``hospital_weight`` where the
+    ORIGINAL region is a hospital region of ``grid``, else 1). :func:`trace_inference` is their sums'
+    ratio; the per-user parts (``scoring.uncertainty``) are their row sums, from the same arrays."""
+    per_event = trace_inference_per_event(grid, truth, estimate, lambda_t=lambda_t)
+    w = grid.region_weights(hospital_weight)[truth.regions]
+    return w * per_event, w
+
+
+def weighted_error_ratio(weighted: np.ndarray, weights: np.ndarray) -> float:
+    """s_T from :func:`trace_inference_weighted`'s arrays: sum of weighted errors over sum of weights."""
+    total = weights.sum()
+    if total <= 0:
+        raise ValueError("the event weights sum to zero")
+    return float(weighted.sum() / total)
+
+
 def trace_inference(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 2.0,
                     hospital_weight: float = 10.0) -> float:
     """Trace-inference privacy s_T (SPEC 7).
@@ -165,12 +184,8 @@ def trace_inference(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 
     ``w(ev) = hospital_weight`` if the ORIGINAL region o(ev) is a hospital
     region of ``grid``, else 1.
     """
-    per_event = trace_inference_per_event(grid, truth, estimate, lambda_t=lambda_t)
-    w = grid.region_weights(hospital_weight)[truth.regions]
-    total = w.sum()
-    if total <= 0:
-        raise ValueError("the event weights sum to zero")
-    return float((w * per_event).sum() / total)
+    return weighted_error_ratio(*trace_inference_weighted(grid, truth, estimate, lambda_t=lambda_t,
+                                                          hospital_weight=hospital_weight))
 
 
 def attack_score(kind: str, grid, estimate, *, true_users=None, truth: Traces | None = None,

@@ -192,10 +192,33 @@ def per_user_attack(kind: str, grid, estimate, *, true_users=None, truth=None, l
         missed = (np.asarray(estimate, dtype=np.int64) != f).astype(np.float64)
         return {"num": missed[np.argsort(f, kind="stable")]}
     if kind == TRACE_INFERENCE:
-        per_event = scores.trace_inference_per_event(grid, truth, estimate, lambda_t=lambda_t)
-        w = grid.region_weights(hospital_weight)[truth.regions]
-        return {"num": (w * per_event).sum(axis=1), "den": w.sum(axis=1)}
+        return _trace_parts(*scores.trace_inference_weighted(grid, truth, estimate, lambda_t=lambda_t,
+                                                             hospital_weight=hospital_weight))
     raise ValueError(f"{kind!r} is not an attack kind")
+
+
+def _trace_parts(weighted: np.ndarray, weights: np.ndarray) -> dict:
+    return {"num": weighted.sum(axis=1), "den": weights.sum(axis=1)}
+
+
+def scored_attack(kind: str, grid, estimate, *, true_users=None, truth=None, lambda_t: float = 2.0,
+                  hospital_weight: float = 10.0) -> tuple[float, dict]:
+    """An attack's score and its per-user parts in one pass: (the float
+    ``scoring.scores.attack_score`` gives, the dict :func:`per_user_attack` gives).
+
+    Trace inference computes the (m, L) per-event errors once for both (about 17 ms at
+    2000 users x 400 events, twice per attack before).
+    """
+    if kind == TRACE_INFERENCE:
+        if truth is None:
+            raise ValueError("a trace-inference score needs the original traces")
+        weighted, weights = scores.trace_inference_weighted(grid, truth, estimate, lambda_t=lambda_t,
+                                                            hospital_weight=hospital_weight)
+        return scores.weighted_error_ratio(weighted, weights), _trace_parts(weighted, weights)
+    value = scores.attack_score(kind, grid, estimate, true_users=true_users, truth=truth, lambda_t=lambda_t,
+                                hospital_weight=hospital_weight)
+    return value, per_user_attack(kind, grid, estimate, true_users=true_users, truth=truth, lambda_t=lambda_t,
+                                  hospital_weight=hospital_weight)
 
 
 # --------------------------------------------------------------------------

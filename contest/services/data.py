@@ -13,6 +13,7 @@ from collections import OrderedDict
 from contest.models import StoredFile
 from contest.services import storage
 from scoring import io as sio
+from scoring import uncertainty
 from scoring.scores import attack_score
 from scoring.vocabulary import AttackKind
 
@@ -94,6 +95,14 @@ def attack_value(contest, kind: AttackKind, estimate, secret: dict) -> float:
     """s_I or s_T of an attack's output under the contest's parameters (``secret``: see :func:`secret_truth`)."""
     return attack_score(kind, contest.grid(), estimate, true_users=secret.get("true_users"),
                         truth=secret.get("truth"), lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
+
+
+def scored_attack(contest, kind: AttackKind, estimate, secret: dict) -> tuple[float, dict]:
+    """(s_I or s_T, its per-user parts) of an attack's output under the contest's parameters, in one pass
+    (``scoring.uncertainty.scored_attack``; ``secret``: see :func:`secret_truth`)."""
+    return uncertainty.scored_attack(kind, contest.grid(), estimate, true_users=secret.get("true_users"),
+                                     truth=secret.get("truth"), lambda_t=contest.lambda_t,
+                                     hospital_weight=contest.hospital_weight)
 
 
 def per_user_json(parts: dict) -> dict:

@@ -20,7 +20,6 @@ from scoring.preview import run_attack
 from scoring.pseudonymize import pseudonymize
 from scoring.seeds import derived_seed
 from scoring.traces import AnonymizedTraces
-from scoring.uncertainty import per_user_attack
 from scoring.vocabulary import ATTACK_KINDS, AttackKind, ScoreKind
 
 
@@ -225,8 +224,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
                              original=truth, true_users=true_users, axis=axis, lambda_t=contest.lambda_t,
                              hospital_weight=contest.hospital_weight, params=judge_mode_params(contest, algorithm))
         kind = AttackKind(algorithm.kind)
-        parts = per_user_attack(kind, grid, outcome.output, true_users=true_users, truth=truth,
-                                lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
+        parts = outcome.parts  # the score's per-user parts, from the same pass as the score
         content = (data.etable_csv(outcome.output) if kind is AttackKind.REIDENTIFICATION
                    else data.etraces_csv(outcome.output))
         metric, fname = ScoreKind(kind), f"{kind.file_kind}_{name}-{ds.label}_{ds.round.number:03d}.csv"

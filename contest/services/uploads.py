@@ -34,7 +34,7 @@ from contest.services import audit, data, figures, jobs, storage
 from scoring.errors import ValidationError
 from scoring.io import check_source
 from scoring.scores import utility_per_event
-from scoring.uncertainty import per_user_attack, per_user_utility
+from scoring.uncertainty import per_user_utility
 from scoring.vocabulary import AttackKind, ScoreKind
 
 log = logging.getLogger(__name__)
@@ -343,9 +343,7 @@ def score_attack(attack: Attack, *, force: bool = False) -> Attack:
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         return _attack_rejected(attack, issues, total)
-    value = data.attack_value(contest, kind, estimate, secret)
-    parts = per_user_attack(kind, grid, estimate, true_users=secret.get("true_users"), truth=secret.get("truth"),
-                            lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
+    value, parts = data.scored_attack(contest, kind, estimate, secret)
     with transaction.atomic():
         Score.objects.filter(attack=attack, current=True).update(current=False)
         Score.objects.create(dataset=dataset, metric=ScoreKind(kind), value=value, attack=attack,

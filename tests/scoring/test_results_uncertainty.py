@@ -10,7 +10,13 @@ from scoring import scores
 from scoring.grid import Grid
 from scoring.results import LEADERBOARD_TOTAL, AttackRow, SetRef, UtilityRow, compute_results
 from scoring.traces import Traces
-from scoring.uncertainty import minimum_interval, per_user_attack, ratio_estimates, results_uncertainty
+from scoring.uncertainty import (
+    minimum_interval,
+    per_user_attack,
+    ratio_estimates,
+    results_uncertainty,
+    scored_attack,
+)
 from scoring.vocabulary import AttackKind
 
 RE, TR = AttackKind.REIDENTIFICATION, AttackKind.TRACE_INFERENCE
@@ -114,3 +120,24 @@ def test_per_user_parts_sum_to_the_scores(osaka_grid):
     assert parts["num"].mean() == pytest.approx(scores.reidentification(f, guess), abs=1e-12)
     # users in ascending id: user f[i] was named correctly iff guess[i] == f[i]
     assert all(parts["num"][f[i] - 1] == float(guess[i] != f[i]) for i in range(m))
+
+
+def test_scored_attack_gives_the_score_and_the_parts_of_the_two_separate_calls(osaka_grid):
+    """One pass (what uploads, the judge's attacks and the preview store) gives the very float of
+    ``scores.attack_score`` and the arrays of ``per_user_attack``, for both kinds."""
+    grid: Grid = osaka_grid
+    rng = np.random.default_rng(5)
+    m, L = 40, 12
+    truth = Traces(np.arange(1, m + 1), np.arange(1, L + 1), rng.integers(0, grid.M, size=(m, L)))
+    estimate = Traces(truth.user_ids, truth.time_ids, rng.integers(0, grid.M, size=(m, L)))
+    f = rng.permutation(np.arange(1, m + 1))
+    guess = np.where(rng.random(m) < 0.4, f, np.roll(f, 1))
+    for kind, output, secret in ((TR, estimate, {"truth": truth}), (RE, guess, {"true_users": f})):
+        value, parts = scored_attack(kind, grid, output, lambda_t=1.5, hospital_weight=7.0, **secret)
+        assert value == scores.attack_score(kind, grid, output, lambda_t=1.5, hospital_weight=7.0, **secret)
+        expected = per_user_attack(kind, grid, output, lambda_t=1.5, hospital_weight=7.0, **secret)
+        assert parts.keys() == expected.keys()
+        for name in parts:
+            np.testing.assert_array_equal(parts[name], expected[name])
+    with pytest.raises(ValueError, match="original traces"):
+        scored_attack(TR, grid, estimate)
