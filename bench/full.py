@@ -1,8 +1,8 @@
 """``make bench-full``: a 2019-size round through the real pipeline, then the pages under load.
 
 1. **Whole round.** ``simulate_contest`` at the 2019 size (20 teams, 2000
-   users, 20 + 20 days, two challenges) with 2 judge worker processes and one
-   for the teams' uploads: generation, 40 uploads scored, pseudonymization, the
+   users, 20 + 20 days, two challenges) with 2 worker processes on the judge's
+   queues and 2 on the teams' (as docker-compose runs them): generation, 40 uploads scored, pseudonymization, the
    six judge attacks on every valid set, the teams' cross attacks scored, the
    results with the fairness check and the analyses, published. Two rounds are
    created; the second is generated and left open, so a team can upload during
@@ -248,12 +248,13 @@ def growth_lines(reports: dict[int, object], size: str) -> list[str]:
     return lines
 
 
-def _play(plan, judge_processes: int, logs: Path, tag: str):
-    """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers (``judge_processes``
-    on the judge's queues, one on the teams'); returns (report, the running workers)."""
+def _play(plan, processes: int, logs: Path, tag: str):
+    """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers (``processes`` on
+    the judge's queues and as many on the teams', where uploads and attacks are scored); returns (report,
+    the running workers)."""
     from contest.services.simulation import Simulation  # local: after main() has set Django up (the bench's database)
     from contest.workers import start_contest_workers, stop_process_groups  # local: the same
-    procs = start_contest_workers(judge_processes, logs, tag)
+    procs = start_contest_workers(processes, logs, tag, teams_processes=processes)
     try:
         report = Simulation(plan, log=lambda line: print(line, flush=True),
                             progress=lambda total, desc: tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
@@ -270,7 +271,8 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     parser.add_argument("--teams", type=int, default=20)
     parser.add_argument("--users", type=int, default=2000)
     parser.add_argument("--days", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=2, help="judge worker processes")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes on the judge's queues, and as many on the teams' queue")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
@@ -298,7 +300,7 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     from contest.workers import resident_mb, stop_process_groups  # local: after django.setup() above
 
     print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
-          f"judge on {args.workers} worker processes, uploads on 1", flush=True)
+          f"judge on {args.workers} worker processes, uploads and attacks scored on {args.workers}", flush=True)
     call_command("migrate", interactive=False, verbosity=0)
     logs = folder / "logs"
     by_processes = {}

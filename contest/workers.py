@@ -58,12 +58,14 @@ def start_worker(queues: str, concurrency: int, name: str, log_path: Path, env: 
     return proc
 
 
-def start_contest_workers(judge_processes: int, log_dir: Path, tag: str) -> list[subprocess.Popen]:
-    """The workers of a contest as the demo and docker-compose run them: one process on the teams' queue
-    and ``judge_processes`` on the judge's queues (``contest.queues``); logs ``<tag>-teams.log`` and
-    ``<tag>-judge.log`` in ``log_dir``. Stop them with :func:`stop_process_groups`."""
+def start_contest_workers(judge_processes: int, log_dir: Path, tag: str,
+                          teams_processes: int = 1) -> list[subprocess.Popen]:
+    """The workers of a contest as the demo and docker-compose run them: ``teams_processes`` on the teams'
+    queue (docker-compose's ``worker-teams`` runs 2) and ``judge_processes`` on the judge's queues
+    (``contest.queues``); logs ``<tag>-teams.log`` and ``<tag>-judge.log`` in ``log_dir``. Stop them with
+    :func:`stop_process_groups`."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    procs = [start_worker(DEFAULT_QUEUE, 1, f"{tag}{os.getpid()}-teams", log_dir / f"{tag}-teams.log")]
+    procs = [start_worker(DEFAULT_QUEUE, teams_processes, f"{tag}{os.getpid()}-teams", log_dir / f"{tag}-teams.log")]
     try:
         procs.append(start_worker(JUDGE_QUEUES, judge_processes, f"{tag}{os.getpid()}-judge",
                                   log_dir / f"{tag}-judge.log"))

@@ -3,7 +3,7 @@
 See :mod:`contest.services.simulation` for what is played. Examples::
 
     python manage.py simulate_contest                              # 4 teams, 100 users, jobs run here
-    python manage.py simulate_contest --workers 2                  # judge on 2 worker processes (+1 for uploads)
+    python manage.py simulate_contest --workers 2                  # 2 worker processes on the judge's queues, 2 on the teams'
     python manage.py simulate_contest --teams 20 --users 2000 --days 20 --workers 2   # the 2019 size
     python manage.py simulate_contest --external-workers           # workers already running (docker compose)
 
@@ -51,7 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--slug", default="", help="the contest's slug (default: sim-<size>-<time>)")
         parser.add_argument("--workers", type=int, default=0,
                             help="start a Celery worker with this many processes on the judge's queues and one "
-                                 "process on the teams' queue; 0 runs every job in this process")
+                                 "with as many on the teams' queue; 0 runs every job in this process")
         parser.add_argument("--external-workers", action="store_true",
                             help="use workers already running on this database and broker (start none)")
         parser.add_argument("--timeout", type=float, default=4 * 3600, help="seconds a stage may take")
@@ -76,8 +76,8 @@ class Command(BaseCommand):
             elif workers:
                 log_dir = Path(settings.VAR_DIR) / "logs"
                 self.stdout.write(f"starting workers (logs in {log_dir}/simulate-*.log) ...")
-                procs = start_contest_workers(workers, log_dir, "simulate")
-                mode = f"{workers} judge worker process(es) + 1 for uploads"
+                procs = start_contest_workers(workers, log_dir, "simulate", teams_processes=workers)
+                mode = f"{workers} worker process(es) on the judge's queues + {workers} on the teams'"
             else:
                 celery_app.conf.task_always_eager = True
                 mode = "jobs run in this process"
