@@ -318,6 +318,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = TRACECUP_JOB_TIME_LIMIT - min(30, max(1, TRACECUP_
 # A request that queues a job must not hang on a dead broker: one quick retry, then the job waits
 # in the database (the outbox) for the sweep to send it.
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.5, "interval_max": 0.5}
+# A worker process that has grown past this (numpy's freed arrays stay in the allocator's arenas, and
+# each process keeps recent traces cached) is replaced by a fresh one after its current job.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int("TRACECUP_WORKER_MAX_MEMORY_MB", default=900) * 1024  # KB
+# Worker processes run at this niceness (contest.celery): the judge's batch work yields the CPU to the
+# web processes on a shared machine, so pages stay fast while a round is judged (0: no change).
+TRACECUP_WORKER_NICE = env.int("TRACECUP_WORKER_NICE", default=10)
 TRACECUP_SWEEP_SECONDS = env.int("TRACECUP_SWEEP_SECONDS", default=60)
 # The sweep has its own queue, served by every worker (contest.queues.SWEEP_QUEUE); a sweep nobody took
 # within its period is dropped (the next one does the same work), so sweeps do not pile up while no
