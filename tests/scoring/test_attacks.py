@@ -141,6 +141,40 @@ def test_greedy_unique_argmax_is_greedy_in_pseudonym_order():
         at.greedy_unique_argmax(np.zeros((3, 2)))
 
 
+def _greedy_by_definition(scores, exact=None):
+    """Row by row, the best free column (near-ties within TIE_RTOL to the first, or by ``exact``)."""
+    taken, out = set(), []
+    for i, row in enumerate(scores):
+        free = [j for j in range(len(row)) if j not in taken]
+        best = max(row[j] for j in free)
+        tol = at.TIE_RTOL * max(1.0, abs(best) if np.isfinite(best) else 0.0)
+        cand = [j for j in free if row[j] >= best - tol]
+        if exact is not None and len(cand) > 1:
+            values = exact(np.full(len(cand), i), np.asarray(cand))
+            cand = [cand[int(np.argmax(values))]]
+        out.append(cand[0])
+        taken.add(cand[0])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_unique_argmax_follows_the_definition_with_collisions_and_near_ties(seed):
+    """The vector shortcut (rows whose lone best column is free) decides as the row-by-row rule: with
+    many rows wanting the same columns, exact ties, near-ties within the tolerance, -inf, and an
+    exact rule that prefers the last candidate."""
+    rng = np.random.default_rng(seed)
+    n, users = 40, 50
+    scores = np.round(rng.normal(-100.0, 3.0, size=(n, users)), 0)       # many exact ties
+    scores[:, :5] += 8.0                                                  # everyone wants columns 0-4
+    scores[rng.random((n, users)) < 0.1] *= 1 + 1e-12                     # near-ties
+    scores[rng.random((n, users)) < 0.05] = -np.inf
+    scores[3] = -np.inf                                                   # a row with nothing
+    prefer_last = lambda rows, cols: cols.astype(float)  # noqa: E731 - the exact rule of this test
+    for exact in (None, prefer_last):
+        np.testing.assert_array_equal(at.greedy_unique_argmax(scores, exact=exact),
+                                      _greedy_by_definition(scores, exact))
+
+
 def test_i1_and_t1_are_random_and_seeded():
     rng = np.random.default_rng(0)
     ref = traces(rng.integers(0, M, size=(50, 8)), user_ids=np.arange(101, 151))
