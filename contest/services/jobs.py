@@ -130,9 +130,51 @@ def send(job: Job) -> None:
     whatever asked for it) and only then sent. If the broker is unreachable the
     request still succeeds, ``sent_at`` stays empty, and the periodic sweep sends
     the job when the broker is back (:func:`requeue_stalled`). Nothing is lost
-    and nothing counts twice.
+    and nothing counts twice. Inside :class:`Held`, the committed job waits for the
+    batch's release instead.
     """
+    batch = getattr(_HELD, "batch", None)
+    if batch is not None:
+        transaction.on_commit(lambda: batch.append((job.pk, job.kind)))
+        return
     transaction.on_commit(lambda: dispatch(job.pk, job.kind))
+
+
+_HELD = threading.local()
+
+
+class Held:
+    """A batch: the jobs that commit inside ``with Held() as batch:`` (in this thread) are sent together,
+    at ``batch.release()`` or at the block's end, so the workers start on the whole backlog. After the
+    release, jobs are sent at their commit again (also those that the released jobs create when they
+    run here, in eager mode).
+
+    ``simulate_contest`` stores a stage's uploads (the teams' work) inside one and releases it when
+    the judge's stage starts, so that stage's time is the judge's work alone, whatever the storing
+    cost the process that simulates the teams. Each job row commits as usual (a rolled-back one is
+    never sent); a block that fails still sends what committed.
+    """
+
+    def __init__(self):
+        self.jobs: list[tuple[int, str]] = []
+
+    def __enter__(self) -> Held:
+        if getattr(_HELD, "batch", None) is not None:
+            raise RuntimeError("jobs are already held in this thread")
+        _HELD.batch = self.jobs
+        return self
+
+    def release(self) -> int:
+        """Stop holding and send the held jobs now; returns how many."""
+        if _HELD.batch is self.jobs:
+            _HELD.batch = None
+        sent, self.jobs[:] = list(self.jobs), []
+        for job_id, kind in sent:
+            dispatch(job_id, kind)
+        return len(sent)
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def dispatch(job_id: int, kind: str) -> bool:

@@ -280,3 +280,36 @@ def test_a_team_sees_retrying_not_a_frozen_spinner(generated, client, settings, 
     assert "retrying (attempt 2)" in state["html"] and not state["finished"]
     api = client.get(f"/api/jobs/{Job.objects.get(kind='score_anonymized', args__anonymized_set_id=aset.pk).pk}/")
     assert api.json()["message"] == "retrying" and api.json()["status"] == "queued"
+
+
+def test_held_jobs_are_sent_together_at_release_and_a_rolled_back_one_never(generated, monkeypatch,
+                                                                            django_capture_on_commit_callbacks):
+    """``jobs.Held``: a committed job waits for the batch's release (or the block's end) instead of being
+    sent at its commit; a job whose transaction rolls back is never sent; batches do not nest; after the
+    release, and outside a batch, a job is sent at its commit as before."""
+    from django.db import transaction
+
+    sent = []
+    monkeypatch.setattr(jobs, "dispatch", lambda pk, kind: sent.append(pk))
+
+    def create():
+        with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            return jobs.create_job("rescore", contest=generated, contest_id=generated.pk)
+
+    with jobs.Held() as batch:
+        first, second = create(), create()
+        with pytest.raises(RuntimeError, match="rolled back"), \
+                django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+            jobs.create_job("rescore", contest=generated, contest_id=generated.pk)
+            raise RuntimeError("rolled back")
+        assert sent == []                                          # committed, held
+        with pytest.raises(RuntimeError, match="already held"), jobs.Held():
+            pass
+        assert batch.release() == 2 and sent == [first.pk, second.pk]
+        third = create()
+        assert sent == [first.pk, second.pk, third.pk]             # released: sent at its commit
+    with jobs.Held():
+        fourth = create()
+    assert sent == [first.pk, second.pk, third.pk, fourth.pk]      # sent at the block's end
+    fifth = create()
+    assert sent[-1] == fifth.pk                                     # no batch: sent at its commit
