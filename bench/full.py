@@ -16,10 +16,13 @@
    cores to the server; without it, an asyncio client (httpx) in this process,
    which costs about 5 ms of CPU per request itself and so measures the client too.
 
-3. **Scaling** (issue 23). The same round is played first with ``--compare-processes`` (1) judge
-   process, and the table ``scaling`` gives each judge stage's wall time with 1 and with ``--workers``
-   (2) processes, the speed-up and the stage's number of jobs (a stage of one job cannot go faster; the
-   target is 1.7 on every stage of more than one). Then ``simulate_contest`` plays one round at a small
+3. **Scaling** (issue 23). Before the whole round, the same round is played twice on one worker that
+   serves every queue, with ``--compare-processes`` (1) and with ``--workers`` (2) processes, and the
+   table ``scaling`` gives each stage's wall time with each, the speed-up and the stage's jobs (the target
+   is 1.7 on every stage whose jobs can run side by side; results' two jobs come one after the other).
+   One worker for every queue, so that "1 process" is one process: in the deployment of step 1 a stage
+   that uses both queues (uploads scored on the teams' queue, their privacy previews on the judge's)
+   already runs on two. Then ``simulate_contest`` plays one round at a small
    size (``--growth-users`` users, ``--growth-days`` days) for each team count of ``--growth`` (5, 10, 20,
    40) and the table ``growth`` gives each stage's wall time per team count and its growth exponent
    (time ~ teams^k, least squares on the log-log points: about 1 for the judge's work on sets, about 2
@@ -196,13 +199,14 @@ def _round_stages(report, round_number: int = 1) -> dict:
 
 
 def scaling_lines(reports: dict[int, object], round_number: int = 1) -> list[str]:
-    """The table of each judge stage's wall time per number of judge processes (``reports``: processes ->
+    """The table of each judge stage's wall time per number of worker processes (``reports``: processes ->
     simulation Report of the same round), with the speed-up of the most processes over the fewest."""
     counts = sorted(reports)
     low, high = counts[0], counts[-1]
     stages = {n: _round_stages(reports[n], round_number) for n in counts}
     head = "".join(f" {f'{n} proc. s':>10}" for n in counts)
-    lines = [f"scaling (round {round_number}): wall seconds per number of judge processes",
+    lines = [f"scaling (round {round_number}): wall seconds on one worker serving every queue, per number of "
+             "processes",
              f"{'stage':<24} {'jobs':>5}{head} {'speed-up':>9}"]
     totals = dict.fromkeys(counts, 0.0)
     for name, stage in stages[high].items():
@@ -210,8 +214,8 @@ def scaling_lines(reports: dict[int, object], round_number: int = 1) -> list[str
         for n, t in times.items():
             totals[n] += t
         speed = times[low] / times[high] if times.get(high) else float("nan")
-        target = "" if stage.jobs <= 1 else (f" [>= {SPEED_UP_TARGET}]" if speed >= SPEED_UP_TARGET
-                                             else f" [< {SPEED_UP_TARGET}: missed]")
+        target = (" [jobs in sequence]" if stage.side_by_side <= 1 else
+                  f" [>= {SPEED_UP_TARGET}]" if speed >= SPEED_UP_TARGET else f" [< {SPEED_UP_TARGET}: missed]")
         cells = "".join(f" {times[n]:>10.1f}" if n in times else f" {'-':>10}" for n in counts)
         lines.append(f"{name:<24} {stage.jobs:>5}{cells} {speed:>9.2f}{target}")
     cells = "".join(f" {totals[n]:>10.1f}" for n in counts)
@@ -248,13 +252,18 @@ def growth_lines(reports: dict[int, object], size: str) -> list[str]:
     return lines
 
 
-def _play(plan, processes: int, logs: Path, tag: str):
-    """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers (``processes`` on
-    the judge's queues and as many on the teams', where uploads and attacks are scored); returns (report,
-    the running workers)."""
-    from contest.services.simulation import Simulation  # local: after main() has set Django up (the bench's database)
-    from contest.workers import start_contest_workers, stop_process_groups  # local: the same
-    procs = start_contest_workers(processes, logs, tag, teams_processes=processes)
+def _play(plan, processes: int, logs: Path, tag: str, one_worker: bool = False):
+    """Play ``plan`` through ``simulate_contest``'s simulation on freshly started workers: ``processes`` on
+    the judge's queues and as many on the teams' (where uploads and attacks are scored), or with
+    ``one_worker`` a single worker of ``processes`` serving every queue; returns (report, the running
+    workers)."""
+    from contest.queues import ALL_QUEUES  # local: after main() has set Django up (the bench's database)
+    from contest.services.simulation import Simulation  # local: the same
+    from contest.workers import start_contest_workers, start_worker, stop_process_groups  # local: the same
+    if one_worker:
+        procs = [start_worker(ALL_QUEUES, processes, f"{tag}{os.getpid()}", logs / f"{tag}.log")]
+    else:
+        procs = start_contest_workers(processes, logs, tag, teams_processes=processes)
     try:
         report = Simulation(plan, log=lambda line: print(line, flush=True),
                             progress=lambda total, desc: tqdm(total=total, desc=desc, file=sys.stderr, leave=False,
@@ -278,7 +287,8 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--folder", default="", help="keep the bench's files here (default: a temporary folder)")
     parser.add_argument("--compare-processes", type=int, default=1,
-                        help="judge processes of the comparison run of the same round (0: none)")
+                        help="processes of the scaling table's first run, on one worker serving every queue; "
+                             "the second has --workers (0: no scaling table)")
     parser.add_argument("--growth", default="5,10,20,40", help="team counts of the growth table ('' for none)")
     parser.add_argument("--growth-users", type=int, default=100, help="users per data set of the growth runs")
     parser.add_argument("--growth-days", type=int, default=2, help="days of the growth runs")
@@ -305,17 +315,18 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     logs = folder / "logs"
     by_processes = {}
     if args.compare_processes and args.compare_processes != args.workers:
-        print(f"# the same round on {args.compare_processes} judge process(es), for the scaling table", flush=True)
-        compare = Plan(teams=args.teams, users=args.users, days=args.days, rounds=1, seed=2019,
-                       slug=f"bench-{args.teams}t-{args.users}u-{args.compare_processes}p-{int(time.time())}")
-        by_processes[args.compare_processes], compare_procs = _play(compare, args.compare_processes, logs,
-                                                                    "bench-compare")
-        stop_process_groups(compare_procs, grace=10)
-        print(f"# the round on {args.workers} judge processes", flush=True)
+        for processes in (args.compare_processes, args.workers):
+            print(f"# the same round on one worker of {processes} process(es) serving every queue, for the "
+                  "scaling table", flush=True)
+            compare = Plan(teams=args.teams, users=args.users, days=args.days, rounds=1, seed=2019,
+                           slug=f"bench-{args.teams}t-{args.users}u-{processes}p-{int(time.time())}")
+            by_processes[processes], compare_procs = _play(compare, processes, logs, f"bench-compare-{processes}",
+                                                           one_worker=True)
+            stop_process_groups(compare_procs, grace=10)
+        print(f"# the round on {args.workers} judge processes and {args.workers} for the teams' queue", flush=True)
     plan = Plan(teams=args.teams, users=args.users, days=args.days, rounds=2, open_rounds=1, seed=2019,
                 slug=f"bench-{args.teams}t-{args.users}u-{int(time.time())}")
     report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
-    by_processes[args.workers] = report
     contest, slug = report.contest, report.contest.slug
 
     # ----- pages under load while an 80 MB upload is scored

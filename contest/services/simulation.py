@@ -42,7 +42,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Membership, Phase, PublicSet, Round
-from contest.services import data, generation, judge, results, schedule, uploads
+from contest.services import data, generation, jobs, judge, results, schedule, uploads
 from contest.services.setup import create_contest
 from contest.workers import process_tree, resident_mb
 from scoring.algorithms.registry import get
@@ -120,7 +120,11 @@ class Stage:
     peak_mb_workers: float | None = None  # None: the workers' processes are not known (not started here)
     count: int = 0
     note: str = ""
-    jobs: int = 0  # the judge's jobs the stage waited for (a stage of one job cannot go faster with more workers)
+    jobs: int = 0  # the judge's jobs the stage waited for
+    #: The most jobs of one wait: the jobs that could run side by side. A stage whose jobs come one after
+    #: another (results: the attack phase's close, then publishing) has 1 and cannot go faster with more
+    #: workers.
+    side_by_side: int = 0
 
     @property
     def judge(self) -> bool:
@@ -236,7 +240,7 @@ class Simulation:
             with self.stage(rnd.number, "generation") as st:
                 before = self._job_ids()
                 generation.request_generation(rnd, user=self.organizer)
-                st.jobs = self.wait_for_jobs(contest, before, "generation")
+                self._wait(st, contest, before, "generation")
                 st.count = Dataset.objects.filter(round=rnd).count()
                 st.note = f"{st.count} data sets ({contest.synthesizer})"
         for rnd in rounds[:len(rounds) - self.plan.open_rounds]:
@@ -275,48 +279,53 @@ class Simulation:
         datasets = list(Dataset.objects.filter(round=rnd, kind=Dataset.TEAM)
                         .select_related("team", "original", "round__contest").order_by("number", "challenge"))
 
-        with self.stage(rnd.number, "anonymize (teams)") as st:
-            planned = []  # (dataset, [(file name, content)...]) in upload order
-            bar = self._bar(len(datasets), f"round {rnd.number}: teams anonymize")
-            for ds in datasets:
-                name = self.plan.anonymizers[(ds.number + ds.challenge) % len(self.plan.anonymizers)]
-                params = {k: self.rng.choice(v) for k, v in ANONYMIZER_CHOICES[name].items()}
-                algorithm = get(name)
-                anon = algorithm.run(grid, data.traces(ds.original, grid), seed=self.rng.randrange(2**31),
-                                     **{**algorithm.axis_params(axis), **params})
-                content = data.anotraces_csv(anon)
-                files = [(f"anotraces_{ds.label}_{name}.csv", content)]
-                if self.rng.random() < self.plan.invalid_share:
-                    files.insert(0, (f"anotraces_{ds.label}_broken.csv", _drop_last_event(content)))
-                planned.append((ds, files, f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"))
-                bar.update(1)
-            bar.close()
-            st.count = sum(len(f) for _, f, _ in planned)
-            st.note = f"{st.count} files, {sum(len(f) > 1 for _, f, _ in planned)} broken"
+        # The teams' uploads of a stage are stored in their own stage and reach the judge's workers as one
+        # batch when the judge's stage starts (jobs.Held): its time is the judge's work alone, not also
+        # this process storing files on the same cores (issue 23's scaling table).
+        with jobs.Held() as uploads_batch:
+            with self.stage(rnd.number, "anonymize (teams)") as st:
+                planned = []  # (dataset, [(file name, content)...]) in upload order
+                bar = self._bar(len(datasets), f"round {rnd.number}: teams anonymize")
+                for ds in datasets:
+                    name = self.plan.anonymizers[(ds.number + ds.challenge) % len(self.plan.anonymizers)]
+                    params = {k: self.rng.choice(v) for k, v in ANONYMIZER_CHOICES[name].items()}
+                    algorithm = get(name)
+                    anon = algorithm.run(grid, data.traces(ds.original, grid), seed=self.rng.randrange(2**31),
+                                         **{**algorithm.axis_params(axis), **params})
+                    content = data.anotraces_csv(anon)
+                    files = [(f"anotraces_{ds.label}_{name}.csv", content)]
+                    if self.rng.random() < self.plan.invalid_share:
+                        files.insert(0, (f"anotraces_{ds.label}_broken.csv", _drop_last_event(content)))
+                    planned.append((ds, files, f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"))
+                    bar.update(1)
+                bar.close()
+                st.count = sum(len(f) for _, f, _ in planned)
+                st.note = f"{st.count} files, {sum(len(f) > 1 for _, f, _ in planned)} broken, uploaded"
+                before = self._job_ids()
+                sent = []
+                for ds, files, _ in planned:
+                    for fname, content in files:
+                        sent.append(uploads.submit_anonymized_set(user=members[ds.number], dataset=ds,
+                                                                  content=content, name=fname))
 
-        with self.stage(rnd.number, "upload scoring") as st:
-            before = self._job_ids()
-            sent = []
-            for ds, files, _ in planned:
-                for fname, content in files:
-                    sent.append(uploads.submit_anonymized_set(user=members[ds.number], dataset=ds,
-                                                              content=content, name=fname))
-            st.jobs = self.wait_for_jobs(contest, before, "upload scoring")
-            statuses = dict(AnonymizedSet.objects.filter(pk__in=[a.pk for a in sent])
-                            .values_list("pk", "status"))
-            for ds, _files, _label in planned:  # each team's choice: its last valid set
-                mine = [a for a in sent if a.dataset_id == ds.pk and statuses[a.pk] == AnonymizedSet.VALID]
-                if mine:
-                    uploads.select_anonymized_set(user=members[ds.number], aset=mine[-1])
-            counts = {s: list(statuses.values()).count(s) for s in set(statuses.values())}
-            st.count = len(sent)
-            st.note = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            with self.stage(rnd.number, "upload scoring") as st:
+                uploads_batch.release()
+                self._wait(st, contest, before, "upload scoring")
+                statuses = dict(AnonymizedSet.objects.filter(pk__in=[a.pk for a in sent])
+                                .values_list("pk", "status"))
+                for ds, _files, _label in planned:  # each team's choice: its last valid set
+                    mine = [a for a in sent if a.dataset_id == ds.pk and statuses[a.pk] == AnonymizedSet.VALID]
+                    if mine:
+                        uploads.select_anonymized_set(user=members[ds.number], aset=mine[-1])
+                counts = {s: list(statuses.values()).count(s) for s in set(statuses.values())}
+                st.count = len(sent)
+                st.note = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
         with self.stage(rnd.number, "close + judge attacks") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ANONYMIZATION), user=self.organizer)
             probe = self._probe_upload(rnd, members)  # a team uploads to a later round meanwhile
-            st.jobs = self.wait_for_jobs(contest, before, "close + judge attacks")
+            self._wait(st, contest, before, "close + judge attacks")
             public = PublicSet.objects.filter(dataset__round=rnd)
             st.count = public.count()
             st.note = (f"{st.count} public sets, "
@@ -331,53 +340,55 @@ class Simulation:
         schedule.open_attack_now(rnd, user=self.organizer)
         targets = list(PublicSet.objects.filter(dataset__round=rnd, dataset__kind=Dataset.TEAM)
                        .select_related("dataset__reference", "pubtraces"))
-        with self.stage(rnd.number, "attack (teams)") as st:
-            planned_attacks = []
-            chosen = {}
-            for team in sorted(members):
-                others = [ps for ps in targets if ps.dataset.number != team]
-                chosen[team] = self.rng.sample(others, round(self.plan.attack_share * len(others)))
-            n_targets = len({ps.pk for picks in chosen.values() for ps in picks})
-            bar = self._bar(n_targets, f"round {rnd.number}: teams attack")
-            for ps in targets:
-                attackers = [t for t, picks in chosen.items() if ps in picks]
-                if not attackers:
-                    continue
-                reference, pub = data.traces(ps.dataset.reference, grid), data.pubtraces(ps.pubtraces, grid)
-                for name in self.plan.attacks:
-                    algorithm = get(name)
-                    kind = AttackKind(algorithm.kind)
-                    for team in attackers:  # each team runs it with its own seed
-                        estimate = algorithm.run(grid, reference, pub, seed=self.rng.randrange(2**31),
-                                                 **algorithm.axis_params(axis))
-                        content = (data.etable_csv(estimate) if kind is AttackKind.REIDENTIFICATION
-                                   else data.etraces_csv(estimate))
-                        # sent gzipped, as teams do with big files (and the plan holds hundreds of them)
-                        planned_attacks.append((team, ps, kind.file_kind, gzip.compress(content, 1), name))
-                bar.update(1)
-            bar.close()
-            st.count = len(planned_attacks)
-            st.note = f"{st.count} files ({', '.join(self.plan.attacks)}) on {n_targets} sets"
+        with jobs.Held() as attacks_batch:
+            with self.stage(rnd.number, "attack (teams)") as st:
+                planned_attacks = []
+                chosen = {}
+                for team in sorted(members):
+                    others = [ps for ps in targets if ps.dataset.number != team]
+                    chosen[team] = self.rng.sample(others, round(self.plan.attack_share * len(others)))
+                n_targets = len({ps.pk for picks in chosen.values() for ps in picks})
+                bar = self._bar(n_targets, f"round {rnd.number}: teams attack")
+                for ps in targets:
+                    attackers = [t for t, picks in chosen.items() if ps in picks]
+                    if not attackers:
+                        continue
+                    reference, pub = data.traces(ps.dataset.reference, grid), data.pubtraces(ps.pubtraces, grid)
+                    for name in self.plan.attacks:
+                        algorithm = get(name)
+                        kind = AttackKind(algorithm.kind)
+                        for team in attackers:  # each team runs it with its own seed
+                            estimate = algorithm.run(grid, reference, pub, seed=self.rng.randrange(2**31),
+                                                     **algorithm.axis_params(axis))
+                            content = (data.etable_csv(estimate) if kind is AttackKind.REIDENTIFICATION
+                                       else data.etraces_csv(estimate))
+                            # sent gzipped, as teams do with big files (and the plan holds hundreds of them)
+                            planned_attacks.append((team, ps, kind.file_kind, gzip.compress(content, 1), name))
+                    bar.update(1)
+                bar.close()
+                st.count = len(planned_attacks)
+                st.note = f"{st.count} files ({', '.join(self.plan.attacks)}) on {n_targets} sets, uploaded"
+                before = self._job_ids()
+                teams = {t.number: t for t in contest.teams.all()}
+                for team, ps, kind, content, name in planned_attacks:
+                    uploads.submit_attack(user=members[team], attacker=teams[team], target=ps, kind=kind,
+                                          content=content, name=f"{kind}_{ps.dataset.label}_{name}.csv.gz")
 
-        with self.stage(rnd.number, "attack scoring") as st:
-            before = self._job_ids()
-            teams = {t.number: t for t in contest.teams.all()}
-            for team, ps, kind, content, name in planned_attacks:
-                uploads.submit_attack(user=members[team], attacker=teams[team], target=ps, kind=kind,
-                                      content=content, name=f"{kind}_{ps.dataset.label}_{name}.csv.gz")
-            if planned_attacks:
-                st.jobs = self.wait_for_jobs(contest, before, "attack scoring")
-            scored = Attack.objects.filter(target__dataset__round=rnd)
-            st.count = scored.count()
-            st.note = f"{scored.filter(status=Attack.VALID).count()} valid"
+            with self.stage(rnd.number, "attack scoring") as st:
+                attacks_batch.release()
+                if planned_attacks:
+                    self._wait(st, contest, before, "attack scoring")
+                scored = Attack.objects.filter(target__dataset__round=rnd)
+                st.count = scored.count()
+                st.note = f"{scored.filter(status=Attack.VALID).count()} valid"
 
         with self.stage(rnd.number, "results") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ATTACK), user=self.organizer)
-            st.jobs = self.wait_for_jobs(contest, before, "results (attack phase closed)")
+            self._wait(st, contest, before, "results (attack phase closed)")
             before = self._job_ids()
             results.request_results(contest, user=self.organizer, publish=True, through_round=rnd.number)
-            st.jobs += self.wait_for_jobs(contest, before, "results (published)")
+            self._wait(st, contest, before, "results (published)")
             snap = results.published_snapshot(contest)
             standing = snap.data["standing"]
             st.count = snap.awards.count()
@@ -406,6 +417,12 @@ class Simulation:
         """The highest job id now: the jobs a stage creates have larger ones."""
         last = Job.objects.order_by("-pk").values_list("pk", flat=True).first()
         return last or 0
+
+    def _wait(self, stage: Stage, contest: Contest, after_id: int, what: str) -> None:
+        """:meth:`wait_for_jobs`, counted in ``stage``."""
+        n = self.wait_for_jobs(contest, after_id, what)
+        stage.jobs += n
+        stage.side_by_side = max(stage.side_by_side, n)
 
     def wait_for_jobs(self, contest: Contest, after_id: int, what: str) -> int:
         """Block until every job of ``contest`` created after job ``after_id`` (and the jobs those

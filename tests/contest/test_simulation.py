@@ -10,6 +10,7 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db.models import Max, Min
 
 from contest import queues
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, JudgeAttackResult, PublicSet, RoundFigures
@@ -80,6 +81,13 @@ def test_a_small_contest_runs_through_real_workers_and_publishes_awards(worker_e
     probe = AnonymizedSet.objects.get(dataset__round__contest=report.contest, file__name__endswith="_probe.csv")
     assert probe.status == AnonymizedSet.VALID and probe.dataset.round.number == 2
     assert report.probe_latency is not None and 0 < report.probe_latency < 60, report.probe_latency
+    # the judge's stages time the judge alone: the round's attacks were all stored before the first was sent
+    # (jobs.Held), and only the results' jobs run one after the other
+    scored = Job.objects.filter(contest=report.contest, kind="score_attack")
+    assert scored.aggregate(last=Max("created_at"))["last"] <= scored.aggregate(first=Min("sent_at"))["first"]
+    stages = {s.name: s for s in report.stages if s.round == 1 and s.judge}
+    assert stages.pop("results").side_by_side == 1
+    assert all(s.side_by_side > 1 for s in stages.values()), report.table()
     assert_paper_findings(report)
 
 
