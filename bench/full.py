@@ -176,6 +176,9 @@ def large_valid_upload(grid, truth, *, target_bytes: int, s_req: float, conventi
     per_user_block = sum(len(r) + 1 for r in rows("A2-MRLH", np.arange(probe), **blocks)) / probe
     per_user_exact = sum(len(r) + 1 for r in exact) / m
     n = int(np.clip(round((target_bytes - per_user_exact * m) / max(per_user_block - per_user_exact, 1.0)), 0, m))
+    # A blocked user's events score about 0 and an exact one's 1: past (1 - s_req) of the users blocked the
+    # set is invalid, so a small contest gets a smaller valid upload instead of an invalid one.
+    n = min(n, int(m * (1.0 - s_req) * 0.9))
     chosen = np.sort(np.random.default_rng(seed).choice(m, size=n, replace=False))
     block_rows = rows("A2-MRLH", chosen, **blocks)
     out = list(exact)
@@ -261,6 +264,7 @@ def _play(plan, processes: int, logs: Path, tag: str, one_worker: bool = False):
     from contest.services.simulation import Simulation  # local: the same
     from contest.workers import start_contest_workers, start_worker, stop_process_groups  # local: the same
     if one_worker:
+        logs.mkdir(parents=True, exist_ok=True)
         procs = [start_worker(ALL_QUEUES, processes, f"{tag}{os.getpid()}", logs / f"{tag}.log")]
     else:
         procs = start_contest_workers(processes, logs, tag, teams_processes=processes)
@@ -329,28 +333,28 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
     contest, slug = report.contest, report.contest.slug
 
-    # ----- pages under load while an 80 MB upload is scored
-    members = [Membership.objects.filter(team__contest=contest, team__number=n).select_related("user", "team")
-               .order_by("pk").first() for n in range(1, min(4, args.teams) + 1)]
-    member = members[0]
-    sessions = []
-    for m in members:  # a signed-in member of each of four teams
-        browser = Client()
-        browser.force_login(m.user)
-        sessions.append(browser.cookies["sessionid"].value)
-    token = Token.objects.get_or_create(user=member.user)[0].key
-    ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
-                                                                  team=member.team, challenge=1)
-    grid = contest.grid()
-    # About 80 MB plain (the size of the 2019 "A2-4-4-0" upload the issue names; MRLH(4,4) on this data
-    # is 380 MB, over the contest's 200 MB limit), and valid, so that scoring a large valid set is loaded.
-    big, big_name, big_s_u = large_valid_upload(grid, data.traces(ds.original, grid), target_bytes=80 * 2**20,
-                                                s_req=contest.s_req, convention=contest.utility_convention,
-                                                lambda_u=contest.lambda_u)
-    big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    try:
+    try:  # the workers (and the web server) stop whatever fails below
+        # ----- pages under load while an 80 MB upload is scored
+        members = [Membership.objects.filter(team__contest=contest, team__number=n).select_related("user", "team")
+                   .order_by("pk").first() for n in range(1, min(4, args.teams) + 1)]
+        member = members[0]
+        sessions = []
+        for m in members:  # a signed-in member of each of four teams
+            browser = Client()
+            browser.force_login(m.user)
+            sessions.append(browser.cookies["sessionid"].value)
+        token = Token.objects.get_or_create(user=member.user)[0].key
+        ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
+                                                                      team=member.team, challenge=1)
+        grid = contest.grid()
+        # About 80 MB plain (the size of the 2019 "A2-4-4-0" upload the issue names; MRLH(4,4) on this data
+        # is 380 MB, over the contest's 200 MB limit), and valid, so that scoring a large valid set is loaded.
+        big, big_name, big_s_u = large_valid_upload(grid, data.traces(ds.original, grid), target_bytes=80 * 2**20,
+                                                    s_req=contest.s_req, convention=contest.utility_convention,
+                                                    lambda_u=contest.lambda_u)
+        big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
+        port = _free_port()
+        base = f"http://127.0.0.1:{port}"
         with open(logs / "bench-web.log", "w") as log:
             web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
                                     "-w", str(args.web_workers), "-k", "gthread", "--threads", "8",
