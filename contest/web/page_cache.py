@@ -38,9 +38,9 @@ for that reason. A page that shows flash messages is never stored, and a request
 with messages waiting is rendered, not served from the cache: Django's messages
 framework says so (:func:`_has_messages`), so a message is shown once.
 
-When the stamp changes, the first visitor renders the public page again, and visitors who arrive
-while it renders get the page's last rendering (``X-Page-Cache: stale``) instead of all rendering it
-at once; that copy is never older than one bucket.
+When the stamp changes or the bucket turns, the first visitor renders the public page again, and
+visitors who arrive while it renders get the page's last rendering (``X-Page-Cache: stale``) instead of
+all rendering it at once; that copy is never older than two buckets.
 
 A public page rendered because it was not stored costs tens of milliseconds;
 each client address may cause at most ``TRACECUP_PAGE_RENDERS_PER_MINUTE`` of
@@ -75,6 +75,9 @@ NOT_REPLAYED = {"set-cookie", "date", "x-page-cache"}
 #: Longest a public page's re-rendering is waited for (seconds): visitors arriving meanwhile get the page's last
 #: rendering (``X-Page-Cache: stale``); a render that dies frees the page after this.
 RENDER_SECONDS = 5
+
+#: Buckets a page's last rendering is kept, to be served while the page renders again (never older than this).
+LATEST_BUCKETS = 2
 
 #: A round's number (or the weighted total): the one query parameter the cached pages read.
 _ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
@@ -113,8 +116,11 @@ class PublicPageCacheMiddleware:
             response = self.get_response(request)
             stored = _store(key, request, response, seconds)
             if stored is not None:
-                cache.set(latest, stored, seconds)   # served while the next stamp's page renders: never older
-        finally:                                     # than one bucket
+                # Served while the next stamp's page renders, also the next bucket's: kept for one bucket it
+                # was gone at every bucket's turn, when all pages render again (under load, the 50 visitors
+                # of a page rendered it together there every 10 s).
+                cache.set(latest, stored, LATEST_BUCKETS * seconds)
+        finally:
             cache.delete(rendering)
         return response
 

@@ -239,7 +239,37 @@ def test_the_leaderboard_marks_the_viewers_own_team_only(closed, client, client_
     assert 'class="is-own"' not in client.get(url).content.decode()  # the anonymous page after them
 
 
-def test_while_a_changed_page_renders_others_get_its_last_rendering_never_older_than_the_bucket(
+def test_at_the_bucket_turn_visitors_get_the_last_rendering_while_one_renders(closed, client, settings,
+                                                                             monkeypatch):
+    """Every page renders again when the clock bucket turns: the previous bucket's rendering is still there
+    for the visitors who arrive meanwhile (kept two buckets: kept one, it expired as the bucket turned and
+    every visitor rendered the page at once); past two buckets it is gone."""
+    import time
+
+    settings.TRACECUP_PAGE_CACHE_SECONDS = 10
+    url = f"/c/{closed.slug}/leaderboard/"
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now)
+    first = client.get(url)
+    assert first["X-Page-Cache"] == "miss"
+    real = page_cache.cache
+
+    class SomeoneRenders:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def add(self, key, *args, **kwargs):
+            return False if key.endswith(":rendering") else real.add(key, *args, **kwargs)
+
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    monkeypatch.setattr(time, "time", lambda: now + 10.5)          # the next bucket
+    meanwhile = client.get(url)
+    assert meanwhile["X-Page-Cache"] == "stale" and meanwhile.content == first.content
+    monkeypatch.setattr(time, "time", lambda: now + 20.5)          # two buckets on: no copy that old
+    assert client.get(url)["X-Page-Cache"] == "miss"
+
+
+def test_while_a_changed_page_renders_others_get_its_last_rendering(
         closed, client, cached, monkeypatch):
     """The stamp changes (here: publishing); while one visitor renders the page again, another arriving
     meanwhile gets the last rendering (marked stale) rather than rendering it too; the next visitor after
@@ -266,8 +296,8 @@ def test_while_a_changed_page_renders_others_get_its_last_rendering_never_older_
     after = client.get(url)
     assert after["X-Page-Cache"] == "miss" and "embargoed" not in after.content.decode()
     assert client.get(url)["X-Page-Cache"] == "hit"
-    # the last rendering lives one bucket: past it, a visitor arriving during a render renders it himself
-    real.delete(f"page-latest:en:{url}")   # what the bucket's end does to it
+    # once the last rendering is gone (two buckets), a visitor arriving during a render renders it himself
+    real.delete(f"page-latest:en:{url}")   # what two buckets' end does to it
     results.unpublish_results(closed)
     monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
     alone = client.get(url)
