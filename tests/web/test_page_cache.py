@@ -239,6 +239,19 @@ def test_the_leaderboard_marks_the_viewers_own_team_only(closed, client, client_
     assert 'class="is-own"' not in client.get(url).content.decode()  # the anonymous page after them
 
 
+class SomeoneRenders:
+    """The page cache, but another request holds every page's rendering."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def add(self, key, *args, **kwargs):
+        return False if key.endswith(":rendering") else self.real.add(key, *args, **kwargs)
+
+
 def test_at_the_bucket_turn_visitors_get_the_last_rendering_while_one_renders(closed, client, settings,
                                                                              monkeypatch):
     """Every page renders again when the clock bucket turns: the previous bucket's rendering is still there
@@ -252,16 +265,7 @@ def test_at_the_bucket_turn_visitors_get_the_last_rendering_while_one_renders(cl
     monkeypatch.setattr(time, "time", lambda: now)
     first = client.get(url)
     assert first["X-Page-Cache"] == "miss"
-    real = page_cache.cache
-
-    class SomeoneRenders:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def add(self, key, *args, **kwargs):
-            return False if key.endswith(":rendering") else real.add(key, *args, **kwargs)
-
-    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders(page_cache.cache))
     monkeypatch.setattr(time, "time", lambda: now + 10.5)          # the next bucket
     meanwhile = client.get(url)
     assert meanwhile["X-Page-Cache"] == "stale" and meanwhile.content == first.content
@@ -273,23 +277,13 @@ def test_while_a_changed_page_renders_others_get_its_last_rendering(
         closed, client, cached, monkeypatch):
     """The stamp changes (here: publishing); while one visitor renders the page again, another arriving
     meanwhile gets the last rendering (marked stale) rather than rendering it too; the next visitor after
-    the render gets the new page. With no rendering younger than the bucket, a visitor renders it."""
+    the render gets the new page. With no rendering younger than two buckets, a visitor renders it."""
     url = f"/c/{closed.slug}/leaderboard/"
     before = client.get(url)
     assert before["X-Page-Cache"] == "miss" and "embargoed" in before.content.decode()
     results.publish_results(closed)
     real = page_cache.cache
-
-    class SomeoneRenders:
-        """The cache, but another request holds every page's rendering."""
-
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        def add(self, key, *args, **kwargs):
-            return False if key.endswith(":rendering") else real.add(key, *args, **kwargs)
-
-    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders(real))
     meanwhile = client.get(url)
     assert meanwhile["X-Page-Cache"] == "stale" and meanwhile.content == before.content
     monkeypatch.setattr(page_cache, "cache", real)
@@ -299,7 +293,7 @@ def test_while_a_changed_page_renders_others_get_its_last_rendering(
     # once the last rendering is gone (two buckets), a visitor arriving during a render renders it himself
     real.delete(f"page-latest:en:{url}")   # what two buckets' end does to it
     results.unpublish_results(closed)
-    monkeypatch.setattr(page_cache, "cache", SomeoneRenders())
+    monkeypatch.setattr(page_cache, "cache", SomeoneRenders(real))
     alone = client.get(url)
     assert alone["X-Page-Cache"] == "miss" and "embargoed" in alone.content.decode()
 
