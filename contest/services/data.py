@@ -14,7 +14,6 @@ from contest.models import StoredFile
 from contest.services import storage
 from scoring import io as sio
 from scoring import uncertainty
-from scoring.scores import attack_score
 from scoring.vocabulary import AttackKind
 
 _CACHE: OrderedDict[tuple, object] = OrderedDict()
@@ -89,12 +88,6 @@ def secret_truth(public_set, kind: AttackKind) -> dict:
         return {"true_users": ptable(public_set.ptable)[1]}
     dataset = public_set.dataset
     return {"truth": traces(dataset.original, dataset.round.contest.grid())}
-
-
-def attack_value(contest, kind: AttackKind, estimate, secret: dict) -> float:
-    """s_I or s_T of an attack's output under the contest's parameters (``secret``: see :func:`secret_truth`)."""
-    return attack_score(kind, contest.grid(), estimate, true_users=secret.get("true_users"),
-                        truth=secret.get("truth"), lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
 
 
 def scored_attack(contest, kind: AttackKind, estimate, secret: dict) -> tuple[float, dict]:

@@ -64,7 +64,7 @@ def evaluate_sample_anonymizers(contest, dataset, configs=DEFAULT_SAMPLE_ANONYMI
         for attack in attacks:
             estimate = attack.run(grid, reference, pse.pubtraces, seed=_seed(contest.seed, label, attack.name),
                                   **attack.axis_params(axis))
-            value = data.attack_value(contest, attack.kind, estimate, secret)
+            value, _parts = data.scored_attack(contest, attack.kind, estimate, secret)
             (s_i if attack.kind == AttackKind.REIDENTIFICATION else s_t).append(value)
         out.append({"label": label, "algorithm": name, "params": params, "s_u": s_u, "valid": s_u >= contest.s_req,
                     "s_i_min": min(s_i) if s_i else 1.0, "s_t_min": min(s_t) if s_t else 1.0})
