@@ -7,11 +7,16 @@
    results with the fairness check and the analyses, published. Two rounds are
    created; the second is generated and left open, so a team can upload during
    the load test (its generation is not part of the round's figure).
-2. **Pages under load.** gunicorn on loopback serves the published contest;
+2. **Pages under load.** The web server as docker-compose runs it serves the
+   published contest: nginx from ``deploy/nginx.conf.template`` (where nginx is
+   installed; ``--no-front`` without it) before gunicorn's 3 sync workers
+   (``--web-workers``, ``--web-threads``);
    ``--clients`` concurrent connections request the public pages (five in six
    of them, without a session) and the team dashboard (one in six, signed in as
    members of four teams) for ``--seconds`` while an 80 MB anonymized set is
-   uploaded through the API and scored by the teams' worker. The load client is
+   uploaded through the API and scored by the teams' worker. ``--pages-only``
+   runs this step alone again on the contest an earlier run left in the database
+   (a few minutes instead of half an hour). The load client is
    wrk (Debian's ``wrk``, C, ``bench/wrk.lua``), which leaves the two
    cores to the server; without it, an asyncio client (httpx) in this process,
    which costs about 5 ms of CPU per request itself and so measures the client too.
@@ -52,6 +57,7 @@ import httpx
 import numpy as np
 from tqdm import tqdm
 
+from contest import edge
 from scoring.algorithms.registry import get
 from scoring.scores import utility
 from scoring.traces import Traces
@@ -279,73 +285,29 @@ def _play(plan, processes: int, logs: Path, tag: str, one_worker: bool = False):
     return report, procs
 
 
-def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps, each a few lines
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--teams", type=int, default=20)
-    parser.add_argument("--users", type=int, default=2000)
-    parser.add_argument("--days", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=2,
-                        help="worker processes on the judge's queues, and as many on the teams' queue")
-    parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn worker processes")
-    parser.add_argument("--folder", default="", help="keep the bench's files here (default: a temporary folder)")
-    parser.add_argument("--compare-processes", type=int, default=1,
-                        help="processes of the scaling table's first run, on one worker serving every queue; "
-                             "the second has --workers (0: no scaling table)")
-    parser.add_argument("--growth", default="5,10,20,40", help="team counts of the growth table ('' for none)")
-    parser.add_argument("--growth-users", type=int, default=100, help="users per data set of the growth runs")
-    parser.add_argument("--growth-days", type=int, default=2, help="days of the growth runs")
-    args = parser.parse_args(argv)
-    growth = [int(n) for n in args.growth.split(",") if n.strip()]
+def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
+    """Step 2: gunicorn serves ``contest`` (published, its last round open) while wrk loads the public pages
+    and the team dashboard and an 80 MB valid set is uploaded and scored by the running workers ``procs``
+    (stopped at the end with the web server, whatever fails); prints the table and returns the summary
+    (group -> figures)."""
+    from django.test import Client  # local: the models load once main() has set Django up on the bench's database
+    from rest_framework.authtoken.models import Token  # local: the same
 
-    folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    where = _environment(folder)
-    import django  # local: Django is set up only once _environment() has chosen the bench's database
-    django.setup()
-    from django.core.management import call_command  # local: after django.setup() above
-    from django.test import Client  # local: after django.setup() above
-    from rest_framework.authtoken.models import Token  # local: after django.setup() above
-
-    from contest.models import AnonymizedSet, Dataset, Membership  # local: after django.setup() above
-    from contest.services import data  # local: after django.setup() above
-    from contest.services.simulation import Plan  # local: after django.setup() above
-    from contest.workers import resident_mb, stop_process_groups  # local: after django.setup() above
-
-    print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
-          f"judge on {args.workers} worker processes, uploads and attacks scored on {args.workers}", flush=True)
-    call_command("migrate", interactive=False, verbosity=0)
-    logs = folder / "logs"
-    by_processes = {}
-    if args.compare_processes and args.compare_processes != args.workers:
-        for processes in (args.compare_processes, args.workers):
-            print(f"# the same round on one worker of {processes} process(es) serving every queue, for the "
-                  "scaling table", flush=True)
-            compare = Plan(teams=args.teams, users=args.users, days=args.days, rounds=1, seed=2019,
-                           slug=f"bench-{args.teams}t-{args.users}u-{processes}p-{int(time.time())}")
-            by_processes[processes], compare_procs = _play(compare, processes, logs, f"bench-compare-{processes}",
-                                                           one_worker=True)
-            stop_process_groups(compare_procs, grace=10)
-        print(f"# the round on {args.workers} judge processes and {args.workers} for the teams' queue", flush=True)
-    plan = Plan(teams=args.teams, users=args.users, days=args.days, rounds=2, open_rounds=1, seed=2019,
-                slug=f"bench-{args.teams}t-{args.users}u-{int(time.time())}")
-    report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
-    contest, slug = report.contest, report.contest.slug
-
+    from contest.models import AnonymizedSet, Membership  # local: the same
+    from contest.services import data  # local: the same
+    from contest.workers import resident_mb, stop_process_groups  # local: the same
+    slug = contest.slug
     try:  # the workers (and the web server) stop whatever fails below
         # ----- pages under load while an 80 MB upload is scored
         members = [Membership.objects.filter(team__contest=contest, team__number=n).select_related("user", "team")
                    .order_by("pk").first() for n in range(1, min(4, args.teams) + 1)]
-        member = members[0]
         sessions = []
         for m in members:  # a signed-in member of each of four teams
             browser = Client()
             browser.force_login(m.user)
             sessions.append(browser.cookies["sessionid"].value)
+        ds, member = _upload_target(contest, members)
         token = Token.objects.get_or_create(user=member.user)[0].key
-        ds = Dataset.objects.select_related("original", "round").get(round__contest=contest, round__number=2,
-                                                                      team=member.team, challenge=1)
         grid = contest.grid()
         # About 80 MB plain (the size of the 2019 "A2-4-4-0" upload the issue names; MRLH(4,4) on this data
         # is 380 MB, over the contest's 200 MB limit), and valid, so that scoring a large valid set is loaded.
@@ -353,24 +315,7 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
                                                     s_req=contest.s_req, convention=contest.utility_convention,
                                                     lambda_u=contest.lambda_u)
         big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
-        port = _free_port()
-        base = f"http://127.0.0.1:{port}"
-        with open(logs / "bench-web.log", "w") as log:
-            web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
-                                    "-w", str(args.web_workers), "-k", "gthread", "--threads", "8",
-                                    "--timeout", "300"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        procs.append(web)
-        deadline = time.time() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.time() > deadline:
-                raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
-            time.sleep(0.3)
+        base, front = _web(args, logs, procs, slug)
         public_paths = [p.format(slug=slug) for p in PUBLIC_PAGES]
         team_paths = [p.format(slug=slug) for p in TEAM_PAGES]
         for path in public_paths:  # warm up: one request each (imports, first queries)
@@ -395,7 +340,7 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
         client = "wrk" if use_wrk else "httpx asyncio client in this process (apt-get install wrk for a lighter one)"
         print(f"# load: {args.clients} connections for {args.seconds:.0f} s ({args.clients - team_connections} on "
               f"{len(public_paths)} public pages, {team_connections} on the team dashboard of {len(sessions)} "
-              f"members), gunicorn {args.web_workers} x 8 threads, client {client}; a {big_label} scored meanwhile",
+              f"members) to {front}, client {client}; a {big_label} scored meanwhile",
               flush=True)
         sender.start()
         t_load = time.perf_counter()
@@ -426,7 +371,7 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
         scored_after = (aset.scored_at - aset.created_at).total_seconds() if aset.scored_at else None
         if aset.status != AnonymizedSet.VALID:
             raise RuntimeError(f"the {big_label} sent during the load test scored {aset.status}, not valid")
-        web_mb = resident_mb(web.pid)
+        web_mb = resident_mb(procs[-1].pid)
     finally:
         stop_process_groups(procs, grace=10)
 
@@ -439,6 +384,129 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     scored = f"{scored_after:.1f} s after it was stored" if scored_after is not None else "(not scored)"
     print(f"{big_label}: answered {status} in {upload_s:.1f} s, scored {aset.status} {scored}; "
           f"web master {web_mb:.0f} MB")
+    return summary
+
+
+def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str]:
+    """Start the web server as docker-compose runs it and wait until it serves ``slug``'s overview: gunicorn
+    with ``--web-workers`` sync workers (``--web-threads`` > 1: threads) on loopback, behind nginx from
+    ``deploy/nginx.conf.template`` (``contest.edge``) where nginx is installed and ``--no-front`` is not
+    given. Both are appended to ``procs`` (stopped with the workers; the web master last); returns (the
+    address the load goes to, a description)."""
+    port = _free_port()
+    threads = ["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else []
+    env = dict(os.environ, TRACECUP_TRUSTED_PROXY="1") if args.front else None
+    with open(logs / "bench-web.log", "w") as log:
+        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
+                                "-w", str(args.web_workers), *threads, "--timeout", "300"], cwd=ROOT, env=env,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    description = (f"gunicorn {args.web_workers} x {args.web_threads} threads" if threads else
+                   f"gunicorn {args.web_workers} sync workers")
+    base = f"http://127.0.0.1:{port}"
+    if args.front:
+        proxy = edge.Nginx(logs / "nginx", f"127.0.0.1:{port}", max_body_bytes=210763776, static_root=ROOT / "static")
+        proxy.start()
+        procs.append(proxy.proc)
+        base, description = f"http://127.0.0.1:{proxy.port}", f"nginx before {description}"
+    procs.append(web)
+    deadline = time.time() + 60
+    while True:
+        try:
+            if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
+                return base, description
+        except httpx.HTTPError:
+            pass
+        if time.time() > deadline:
+            raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
+        time.sleep(0.3)
+
+
+def _upload_target(contest, members) -> tuple:
+    """The open round's data set that the load test's upload goes to, and the member who sends it: the first
+    of ``members``' teams' challenge-1 and -2 sets whose upload limit is not reached (``--pages-only`` runs
+    again on the same contest)."""
+    from contest.models import Dataset  # local: the models load once main() has set Django up
+    from contest.services.uploads import counted_anonymized_sets  # local: the same
+    for m in members:
+        for ds in Dataset.objects.select_related("original", "round").filter(
+                round__contest=contest, round__number=contest.rounds.count(), team=m.team).order_by("challenge"):
+            if counted_anonymized_sets(ds) < contest.anonymized_upload_limit:
+                return ds, m
+    raise RuntimeError(f"the upload limit of every set of teams 1-{len(members)} in {contest.slug}'s last round is "
+                       "reached: play a new round (make bench-full without --pages-only)")
+
+
+def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps, each a few lines
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--teams", type=int, default=20)
+    parser.add_argument("--users", type=int, default=2000)
+    parser.add_argument("--days", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2,
+                        help="worker processes on the judge's queues, and as many on the teams' queue")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose: 3)")
+    parser.add_argument("--web-threads", type=int, default=1,
+                        help="threads per gunicorn worker (1: sync workers, as docker-compose runs them)")
+    parser.add_argument("--no-front", dest="front", action="store_false",
+                        help="the load straight to gunicorn, without nginx in front (as without nginx installed)")
+    parser.add_argument("--folder", default="", help="keep the bench's files here (default: a temporary folder)")
+    parser.add_argument("--compare-processes", type=int, default=1,
+                        help="processes of the scaling table's first run, on one worker serving every queue; "
+                             "the second has --workers (0: no scaling table)")
+    parser.add_argument("--growth", default="5,10,20,40", help="team counts of the growth table ('' for none)")
+    parser.add_argument("--growth-users", type=int, default=100, help="users per data set of the growth runs")
+    parser.add_argument("--growth-days", type=int, default=2, help="days of the growth runs")
+    parser.add_argument("--pages-only", action="store_true",
+                        help="only step 2, on the newest contest an earlier run of this command left in the database "
+                             "(its last round open): the pages under load again in a few minutes")
+    args = parser.parse_args(argv)
+    args.front = args.front and edge.nginx_binary() is not None
+    growth = [int(n) for n in args.growth.split(",") if n.strip()]
+
+    folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    where = _environment(folder)
+    import django  # local: Django is set up only once _environment() has chosen the bench's database
+    django.setup()
+    from django.core.management import call_command  # local: after django.setup() above
+
+    from contest.models import Contest  # local: after django.setup() above
+    from contest.services.simulation import Plan  # local: after django.setup() above
+    from contest.workers import start_contest_workers, stop_process_groups  # local: after django.setup() above
+
+    print(f"# bench-full: {args.teams} teams x {args.users} users x {args.days}+{args.days} days on {where}; "
+          f"judge on {args.workers} worker processes, uploads and attacks scored on {args.workers}", flush=True)
+    call_command("migrate", interactive=False, verbosity=0)
+    logs = folder / "logs"
+    if args.pages_only:
+        contest = Contest.objects.filter(slug__startswith=f"bench-{args.teams}t-{args.users}u-").exclude(
+            slug__regex=r"-\d+p-").order_by("-pk").first()
+        if contest is None:
+            raise SystemExit(f"no contest of an earlier bench-full of {args.teams} teams x {args.users} users in "
+                             "this database: run make bench-full first")
+        print(f"# the pages under load on {contest.slug}", flush=True)
+        summary = pages_under_load(contest, start_contest_workers(args.workers, logs, "bench-pages",
+                                                                  teams_processes=args.workers), args, logs)
+        print(f"public pages p95: {summary['public']['p95']:.0f} ms")
+        print(f"team dashboard p95: {summary['team']['p95']:.0f} ms")
+        return 0
+    by_processes = {}
+    if args.compare_processes and args.compare_processes != args.workers:
+        for processes in (args.compare_processes, args.workers):
+            print(f"# the same round on one worker of {processes} process(es) serving every queue, for the "
+                  "scaling table", flush=True)
+            compare = Plan(teams=args.teams, users=args.users, days=args.days, rounds=1, seed=2019,
+                           slug=f"bench-{args.teams}t-{args.users}u-{processes}p-{int(time.time())}")
+            by_processes[processes], compare_procs = _play(compare, processes, logs, f"bench-compare-{processes}",
+                                                           one_worker=True)
+            stop_process_groups(compare_procs, grace=10)
+        print(f"# the round on {args.workers} judge processes and {args.workers} for the teams' queue", flush=True)
+    plan = Plan(teams=args.teams, users=args.users, days=args.days, rounds=2, open_rounds=1, seed=2019,
+                slug=f"bench-{args.teams}t-{args.users}u-{int(time.time())}")
+    report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
+    summary = pages_under_load(report.contest, procs, args, logs)
+
     by_teams = {}
     for teams in growth:
         print(f"# growth: {teams} teams x {args.growth_users} users x {args.growth_days}+{args.growth_days} days "
