@@ -126,17 +126,30 @@ def test_a_worker_scoring_an_upload_shows_at_the_next_load_of_the_dashboard(
 
 
 def test_what_the_clock_changes_shows_within_the_bucket(closed, client, settings, monkeypatch):
+    """A page is rendered again when its bucket turns, at its own moment (its turn offset)."""
     settings.TRACECUP_PAGE_CACHE_SECONDS = 10
-    now = [1_000_000.0]
-    monkeypatch.setattr(page_cache.time, "time", lambda: now[0])
     url = f"/c/{closed.slug}/rules/"
+    offset = page_cache.turn_offset(10, f"en::{url}")
+    now = [1_000_000.0 - offset + 0.5]      # half a second into one of this page's buckets
+    monkeypatch.setattr(page_cache.time, "time", lambda: now[0])
     assert client.get(url)["X-Page-Cache"] == "miss"
-    now[0] += 5
+    now[0] += 9
     assert client.get(url)["X-Page-Cache"] == "hit"
-    now[0] += 10
+    now[0] += 1
     assert client.get(url)["X-Page-Cache"] == "miss"
     settings.TRACECUP_PAGE_CACHE_SECONDS = 0
     assert "X-Page-Cache" not in client.get(url)
+
+
+def test_pages_turn_their_buckets_at_different_moments():
+    """The pages' buckets turn spread over the bucket's seconds, not all at the same instant (then every page
+    and dashboard rendered again together every 10 s); a page's own turn is always at the same moment."""
+    pages = [f"{lang}:{viewer}:/c/demo/{p}" for lang in ("en", "ja") for viewer in ("", "a1b2", "c3d4")
+             for p in ("", "leaderboard/", "attack-matrix/", "awards/", "leaderboard/?round=1")]
+    offsets = [page_cache.turn_offset(10, page) for page in pages]
+    assert all(0 <= o < 10 for o in offsets)
+    assert offsets == [page_cache.turn_offset(10, page) for page in pages]
+    assert len({int(o) for o in offsets}) >= 7, offsets    # 30 pages land in at least 7 of the 10 seconds
 
 
 def test_the_language_switcher_is_a_get_form_that_keeps_to_this_site(closed, client):
