@@ -44,7 +44,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -68,12 +67,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_PAGES = ("/c/{slug}/", "/c/{slug}/leaderboard/", "/c/{slug}/attack-matrix/", "/c/{slug}/awards/",
                 "/c/{slug}/leaderboard/?round=1")
 TEAM_PAGES = ("/c/{slug}/team/",)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _environment(folder: Path) -> str:
@@ -315,7 +308,7 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
                                                     s_req=contest.s_req, convention=contest.utility_convention,
                                                     lambda_u=contest.lambda_u)
         big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
-        base, front = _web(args, logs, procs, slug)
+        base, front, web = _web(args, logs, procs, slug)
         public_paths = [p.format(slug=slug) for p in PUBLIC_PAGES]
         team_paths = [p.format(slug=slug) for p in TEAM_PAGES]
         for path in public_paths:  # warm up: one request each (imports, first queries)
@@ -371,7 +364,7 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
         scored_after = (aset.scored_at - aset.created_at).total_seconds() if aset.scored_at else None
         if aset.status != AnonymizedSet.VALID:
             raise RuntimeError(f"the {big_label} sent during the load test scored {aset.status}, not valid")
-        web_mb = resident_mb(procs[-1].pid)
+        web_mb = resident_mb(web.pid)
     finally:
         stop_process_groups(procs, grace=10)
 
@@ -387,13 +380,14 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
     return summary
 
 
-def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str]:
+def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str, subprocess.Popen]:
     """Start the web server as docker-compose runs it and wait until it serves ``slug``'s overview: gunicorn
     with ``--web-workers`` sync workers (``--web-threads`` > 1: threads) on loopback, behind nginx from
     ``deploy/nginx.conf.template`` (``contest.edge``) where nginx is installed and ``--no-front`` is not
-    given. Both are appended to ``procs`` (stopped with the workers; the web master last); returns (the
-    address the load goes to, a description)."""
-    port = _free_port()
+    given. Both are appended to ``procs`` (stopped with the workers); returns (the address the load goes
+    to, a description, the gunicorn master)."""
+    from django.conf import settings  # local: the bench's modules load once main() has set Django up
+    port = edge.free_port()
     threads = ["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else []
     env = dict(os.environ, TRACECUP_TRUSTED_PROXY="1") if args.front else None
     with open(logs / "bench-web.log", "w") as log:
@@ -404,7 +398,8 @@ def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str]:
                    f"gunicorn {args.web_workers} sync workers")
     base = f"http://127.0.0.1:{port}"
     if args.front:
-        proxy = edge.Nginx(logs / "nginx", f"127.0.0.1:{port}", max_body_bytes=210763776, static_root=ROOT / "static")
+        proxy = edge.Nginx(logs / "nginx", f"127.0.0.1:{port}", max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES,
+                           static_root=ROOT / "static")
         proxy.start()
         procs.append(proxy.proc)
         base, description = f"http://127.0.0.1:{proxy.port}", f"nginx before {description}"
@@ -413,7 +408,7 @@ def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str]:
     while True:
         try:
             if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
-                return base, description
+                return base, description, web
         except httpx.HTTPError:
             pass
         if time.time() > deadline:
