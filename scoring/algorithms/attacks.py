@@ -392,9 +392,12 @@ def greedy_unique_argmax(scores: np.ndarray, exact: ExactScores | None = None) -
             out[i] = j
             taken[j] = True
             continue
-        row = np.where(taken, np.nan, scores[i])                    # taken columns are never candidates
-        row_best = np.nanmax(row)
-        cand = np.flatnonzero(row >= row_best - TIE_RTOL * max(1.0, abs(row_best) if np.isfinite(row_best) else 0.0))
+        row = np.where(taken, -np.inf, scores[i])                   # taken columns are never candidates
+        row_best = row.max()
+        finite = bool(np.isfinite(row_best))
+        low = row_best - TIE_RTOL * max(1.0, abs(row_best) if finite else 0.0)
+        # (when every free column is -inf, the taken ones, set to -inf, must still be left out)
+        cand = np.flatnonzero(row >= low) if finite else np.flatnonzero((row >= low) & ~taken)
         if exact is not None and len(cand) > 1:
             j = int(cand[np.argmax(exact(np.full(len(cand), i), cand))])
         else:
@@ -421,19 +424,26 @@ def program_scores(P: np.ndarray, evidence: Evidence, n: int) -> ExactScores:
     first, count = evidence.row_spans(n)
 
     def exact(rows: np.ndarray, users: np.ndarray) -> np.ndarray:
-        total = np.zeros(len(rows))
         f, k = first[rows], count[rows]
-        for j in range(int(k.max(initial=0))):            # events of the row, in time order
-            act = np.flatnonzero(k > j)
-            e = f[act] + j
-            u = users[act]
-            size, start = evidence.sizes[e], evidence.starts[e]
-            avg = np.zeros(len(act))
-            for r in range(int(size.max(initial=0))):     # members of a set, in order
-                on = np.flatnonzero(size > r)
-                avg[on] += P[u[on], evidence.members[start[on] + r]] / size[on]
-            total[act] += np.log(avg)
-        return total
+        width = int(k.max(initial=0))
+        if width == 0:
+            return np.zeros(len(rows))
+        # (pairs, width) events of each pair's row in time order; the padding after a row's last event
+        # adds 0.0, which leaves a float sum unchanged.
+        on = np.arange(width) < k[:, None]
+        pair, j = np.nonzero(on)
+        e = f[pair] + j
+        u = users[pair]
+        size, start = evidence.sizes[e], evidence.starts[e]
+        avg = np.zeros(len(e))
+        for r in range(int(size.max(initial=0))):     # members of a set, in order (one pass for singles)
+            at = np.flatnonzero(size > r)
+            avg[at] += P[u[at], evidence.members[start[at] + r]] / size[at]
+        logs = np.zeros((len(rows), width))
+        logs[pair, j] = np.log(avg)
+        # ufunc.accumulate adds left to right, one term after the other (np.sum would add pairwise):
+        # the same additions in the same order as the programs' loop over a row's events.
+        return np.add.accumulate(logs, axis=1)[:, -1]
 
     return exact
 

@@ -175,6 +175,41 @@ def test_greedy_unique_argmax_follows_the_definition_with_collisions_and_near_ti
                                       _greedy_by_definition(scores, exact))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_program_scores_are_the_programs_float_sums_bit_for_bit(seed):
+    """The exact scores, vectorised over pairs and events, are the very floats of the 2019 programs'
+    loop: per pair, 0.0 plus log p (single region) or log of the member-by-member mean (set), event
+    after event in time order; deletions skipped. Compared with ``==``, not a tolerance: near-ties are
+    decided by these last bits."""
+    rng = np.random.default_rng(seed)
+    sets = [tuple(sorted(rng.choice(M, size=k, replace=False).tolist())) for k in (2, 3, 5, 7)]
+    n, L = 30, 25
+    events = rng.integers(0, M, size=(n, L))
+    kind = rng.random((n, L))
+    set_ids = np.arange(M + 1, M + 1 + len(sets))
+    events[kind < 0.3] = rng.choice(set_ids, size=int((kind < 0.3).sum()))
+    events[kind > 0.9] = M                                               # deletions
+    events[4] = M                                                        # a pseudonym with no evidence
+    pub = pubtraces(events, generalized=sets)
+    P = rng.dirichlet(np.ones(M) * 0.3, size=12)
+    P[P < 1e-3] = at.DELTA
+    _, ev = at.log_likelihood(P, pub, evidence=True)
+    exact = at.program_scores(P, ev, pub.m)
+    rows, users = np.repeat(np.arange(n), 12), np.tile(np.arange(12), n)
+    got = exact(rows, users)
+    for k, (i, u) in enumerate(zip(rows, users)):
+        total = 0.0
+        for s in pub.events[i]:
+            members = pub.sets.set_members(int(s))
+            if len(members) == 0:
+                continue
+            avg = 0.0
+            for r in members:
+                avg += P[u, r] / len(members)
+            total += math.log(avg)
+        assert got[k] == total, (i, u, got[k], total)
+
+
 def test_i1_and_t1_are_random_and_seeded():
     rng = np.random.default_rng(0)
     ref = traces(rng.integers(0, M, size=(50, 8)), user_ids=np.arange(101, 151))
