@@ -217,9 +217,9 @@ def sliced_w1_rows(P: np.ndarray, Q: np.ndarray, support: np.ndarray, projection
         support: (K, d) coordinates of the K support points.
         projections: (d, n) unit directions.
         method: ``"dense"``, ``"sparse"`` or ``"auto"`` (sparse when fewer
-            than a tenth of the entries of P - Q are non-zero, as in the 2019
-            transition matrices; measured at 2000 users x 400 slots, sparse
-            took twice dense's time at a fifth); both give the same value.
+            than 7 in 100 of the entries of P - Q are non-zero, as in the 2019
+            transition matrices; measured at 1024 x 1024, 50 directions: dense
+            0.26-0.30 s at any share, sparse 0.18 s at 5 % and 0.40 s at 10 %); both give the same value.
 
     Returns:
         (R,) float64: for each row, the mean over directions theta of the 1-D
@@ -239,7 +239,7 @@ def sliced_w1_rows(P: np.ndarray, Q: np.ndarray, support: np.ndarray, projection
     if rows.size == 0:
         return out
     D = P[rows] - Q[rows]                                       # (R', K)
-    if method == "sparse" or (method == "auto" and np.count_nonzero(D) < D.size // 10):
+    if method == "sparse" or (method == "auto" and np.count_nonzero(D) * 100 < D.size * 7):
         acc = _sliced_w1_sparse(D, proj)
     else:
         acc = _sliced_w1_dense(D, proj)
@@ -248,16 +248,26 @@ def sliced_w1_rows(P: np.ndarray, Q: np.ndarray, support: np.ndarray, projection
 
 
 def _sliced_w1_dense(D: np.ndarray, proj: np.ndarray) -> np.ndarray:
-    """Sum over directions of the 1-D W1 per row of D = P - Q (R, K): one argsort per direction serves every row."""
-    buf = np.empty((D.shape[0], D.shape[1] - 1))                # reused: no allocation per direction
-    acc = np.zeros(D.shape[0])
+    """Sum over directions of the 1-D W1 per row of D = P - Q (R, K): one argsort per direction serves every row.
+
+    The CDF differences of every row are built support point by support point in projected order, each
+    step one contiguous add of a column of D (a row of D's transpose) to the previous step: the same
+    left-to-right sums as a cumsum over D's permuted columns, without gathering the permuted (R, K)
+    copy first (at 1024 x 1024, 3 ms per direction instead of 11).
+    """
+    DT = np.ascontiguousarray(D.T)                              # (K, R): column j of D is row j here
+    K, R = DT.shape
+    F = np.empty((K - 1, R))                                    # reused: no allocation per direction
+    acc = np.zeros(R)
     for k in range(proj.shape[1]):  # one pass per direction, vectorised over rows
         order = np.argsort(proj[:, k], kind="stable")
         gaps = np.diff(proj[order, k])                          # (K-1,) >= 0
         # F_P - F_Q at each sorted support point but the last (where it is 0)
-        np.take(D, order[:-1], axis=1, out=buf)
-        np.cumsum(buf, axis=1, out=buf)
-        acc += np.abs(buf, out=buf) @ gaps
+        if K > 1:
+            F[0] = DT[order[0]]
+        for i in range(1, K - 1):   # once per support point: a vector add over all rows
+            np.add(F[i - 1], DT[order[i]], out=F[i])
+        acc += gaps @ np.abs(F, out=F)
     return acc
 
 
