@@ -33,6 +33,14 @@ class StoredChunkAdmin(ReadOnlyAdmin):
         return super().get_queryset(request).defer("data")
 
 
+@admin.register(m.ParsedCopy)
+class ParsedCopyAdmin(ReadOnlyAdmin):
+    """Which stored files have their parsed arrays kept (contest.services.data), and where."""
+
+    list_display = ("id", "source", "reader", "arrays", "grid")
+    list_select_related = ("source", "arrays")
+
+
 class PhaseInline(admin.TabularInline):
     model = m.Phase
     extra = 0
