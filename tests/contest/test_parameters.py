@@ -80,3 +80,15 @@ def test_an_open_phase_without_data_is_not_announced_as_open(settings):
     assert "waiting for the data" in page and "Anonymization phase is open" not in page
     contest.rounds.update(generated_at="2026-01-01T00:00Z")
     assert "waiting for the data" not in Client().get("/").content.decode()
+
+
+@pytest.mark.django_db
+def test_a_contests_grid_is_one_shared_object_per_set_of_parameters(make_contest):
+    """Its distance matrix (8 MB, 11 ms) is built once per process, not at every ``grid()`` call; a
+    contest with other parameters has its own grid, and a changed parameter is seen at once."""
+    a = make_contest(slug="g1")
+    b = make_contest(slug="g2")
+    assert a.grid() is a.grid() is b.grid()
+    assert a.grid().distance is b.grid().distance
+    b.grid_nx = a.grid_nx * 2
+    assert b.grid() is not a.grid() and b.grid().nx == a.grid_nx * 2 and b.grid().M == 2 * a.grid().M
