@@ -7,8 +7,8 @@ SHA-256, which never changes for a stored file), because a phase close or a
 batch of attacks re-reads the same original traces many times. Across
 processes, the first job that parses a reference, original or pubtraces file
 stores the arrays as its :class:`~contest.models.ParsedCopy`; every later job,
-in whichever worker, loads those (about 20 ms for a 2019-size set) instead of
-parsing the CSV again (about 0.4 s): a round reads each set's files in a dozen
+in whichever worker, loads those (about 35 ms for a 2019-size set) instead of
+parsing the CSV again (0.4-0.7 s): a round reads each set's files in a dozen
 jobs (generation, previews, close, figures, analyses, scoring).
 """
 from __future__ import annotations
