@@ -112,6 +112,9 @@ class Command(BaseCommand):
         log_dir.mkdir(parents=True, exist_ok=True)
         # SIGTERM (a service manager, `kill`, make passing it on) stops everything like Ctrl-C does.
         previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+        # A command started in the background by a shell without job control (`sh -c 'make demo &'`, a CI
+        # script) inherits SIGINT as ignored, and Python then keeps it ignored: `kill -INT` would do nothing.
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             def start(name):
                 with open(log_dir / f"demo-{name}.log", "a") as log:
@@ -141,7 +144,6 @@ class Command(BaseCommand):
         except (KeyboardInterrupt, _Stop):
             self.stdout.write("stopping ...")
         finally:
-            previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
             for sig in previous:
                 signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C or SIGTERM must not interrupt the stopping
             stop_process_groups(list(procs.values()), grace=STOP_GRACE_SECONDS)
