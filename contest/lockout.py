@@ -40,10 +40,13 @@ def lockout_response(request, original_response=None, credentials=None):
 
 def throttled(request, scope: str, key: str = "") -> bool:
     """Count one attempt of ``scope`` (``"password_reset"``, ``"password_change"``) for ``key`` (an address
-    asked for, a username) from this client address; True once the attempts pass the login's limits
-    (``AXES_FAILURE_LIMIT`` within ``AXES_COOLOFF_TIME``). The count lives in Django's cache (shared
-    between web processes with ``CACHE_URL``)."""
-    who = hashlib.sha256(f"{scope}|{request.META.get('REMOTE_ADDR', '')}|{key.lower()}".encode()).hexdigest()
+    asked for, a username) from this client (:func:`client_address`, as the login lockout keys it); True
+    once the attempts pass the login's limits (``AXES_FAILURE_LIMIT`` within ``AXES_COOLOFF_TIME``). The
+    count lives in Django's cache (shared between web processes with ``CACHE_URL``).
+
+    The count is per client and account: behind nginx the socket's peer is nginx for everyone, so a count
+    keyed on it let five requests from anyone block an account's reset for everyone, its owner included."""
+    who = hashlib.sha256(f"{scope}|{client_address(request)}|{key.lower()}".encode()).hexdigest()
     name = f"tracecup:throttle:{who}"
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
     cache.add(name, 0, seconds)

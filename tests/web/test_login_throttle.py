@@ -62,3 +62,22 @@ def test_without_the_trusted_proxy_a_forged_client_header_does_not_escape_the_lo
     answers = [Client(REMOTE_ADDR="203.0.113.9", HTTP_X_REAL_IP=f"10.9.9.{i}").post(
         "/api/auth/token/", {"username": "delta1", "password": f"x{i}"}).status_code for i in range(6)]
     assert answers[-1] == 429  # a new header each try did not reset the count
+
+
+@pytest.mark.django_db
+def test_behind_the_trusted_proxy_a_strangers_reset_requests_do_not_block_the_owners_reset(settings):
+    """Behind nginx every request comes from the proxy's socket: keyed on it, a stranger's requests for an
+    account's reset blocked its owner's for the cool-off. The count is per client (X-Real-IP) and account."""
+    from django.contrib.auth import get_user_model
+    from django.core import mail
+    settings.TRACECUP_TRUSTED_PROXY = True
+    get_user_model().objects.create_user("eps1", email="eps1@example.org", password="pw")
+    stranger = Client(REMOTE_ADDR="172.18.0.5", HTTP_X_REAL_IP="203.0.113.7")
+    answers = [stranger.post("/password-reset/", {"email": "eps1@example.org"}).status_code for _ in range(8)]
+    assert answers[-1] == 429                              # the stranger is throttled
+    sent = len(mail.outbox)
+    owner = Client(REMOTE_ADDR="172.18.0.5", HTTP_X_REAL_IP="198.51.100.2")  # same proxy, the account's owner
+    assert owner.post("/password-reset/", {"email": "eps1@example.org"}).status_code == 302
+    assert len(mail.outbox) == sent + 1 and mail.outbox[-1].to == ["eps1@example.org"]
+    # and the stranger's count for this account does not throttle its own requests for another account
+    assert stranger.post("/password-reset/", {"email": "someone@example.org"}).status_code == 302
