@@ -8,8 +8,9 @@ of ``TRACECUP_PAGE_CACHE_SECONDS``; :mod:`contest.services.site_state`). Each pa
 buckets turn at their own moment within those seconds (:func:`turn_offset`).
 
 What this caches: a published contest's public pages (home, overview, rules,
-leaderboards, attack matrix, awards, plots, analyses) for a visitor without a
-session (:class:`PublicPageCacheMiddleware`, served without running the view or
+leaderboards, attack matrix, awards, plots, analyses) for an anonymous visitor,
+one whose session and messages cookies, if any, hold nothing the server issued (:func:`anonymous`;
+:class:`PublicPageCacheMiddleware`, served without running the view or
 the inner middleware; the stored headers are replayed, the CSP header is added
 outside), and the team dashboard for the session that rendered it
 (:func:`per_session`). Nothing else is cached: pages of signed-in visitors are
@@ -56,6 +57,7 @@ import hashlib
 import re
 import time
 import zlib
+from importlib import import_module
 
 from django.conf import settings
 from django.contrib import messages
@@ -86,7 +88,7 @@ _ROUND_VALUE = re.compile(r"^(total|\d{1,4})$")
 
 
 class PublicPageCacheMiddleware:
-    """Serve and store whole public pages for visitors without a session (see the module docstring)."""
+    """Serve and store whole public pages for anonymous visitors (see the module docstring)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -128,12 +130,32 @@ class PublicPageCacheMiddleware:
 
     @staticmethod
     def cacheable(request) -> bool:
-        """A GET of a public page by a visitor with no session, no API credentials and no flash messages
-        waiting (without a session, the messages framework keeps them in its cookie)."""
+        """A GET of a public page by an anonymous visitor (:func:`anonymous`)."""
         return (request.method == "GET" and CACHEABLE_PATH.match(request.path_info) is not None
-                and settings.SESSION_COOKIE_NAME not in request.COOKIES
-                and CookieStorage.cookie_name not in request.COOKIES
-                and "HTTP_AUTHORIZATION" not in request.META)
+                and anonymous(request))
+
+
+def anonymous(request) -> bool:
+    """Whether the visitor is nobody in particular: no session that holds anything (a signed-in user, flash
+    messages) and no flash messages in the messages cookie (where they wait without a session).
+
+    Only what the server issued counts, since a client can send any cookie: a session cookie that names no
+    session, or a messages cookie whose signature fails, is dropped from the request, so the page renders
+    and is stored as for a visitor without it. Counting the cookie's presence let a client sending a random
+    ``sessionid`` on every request skip both the cache and the render limit. An ``Authorization`` header
+    changes no page either: pages sign in by session only (API tokens are read under ``/api/``, never
+    cached). The check costs one session read, for requests that carry a session cookie.
+    """
+    session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    if session_key is not None:
+        if import_module(settings.SESSION_ENGINE).SessionStore(session_key).load():
+            return False
+        del request.COOKIES[settings.SESSION_COOKIE_NAME]
+    if CookieStorage.cookie_name in request.COOKIES:
+        if len(CookieStorage(request)):
+            return False
+        del request.COOKIES[CookieStorage.cookie_name]
+    return True
 
 
 def per_session(view):

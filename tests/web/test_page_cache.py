@@ -342,3 +342,30 @@ def test_recording_an_audit_entry_or_ending_a_job_deletes_the_stamp_now_and_at_c
     with django_capture_on_commit_callbacks() as at_commit:
         jobs.execute(job.pk)  # fails (no such attack): a failed job has ended too
     assert cache.get(site_state.KEY) is None and site_state._forget in at_commit
+
+
+def test_a_made_up_session_cookie_or_api_token_is_an_anonymous_visitor(closed, settings, client_for):
+    """A client sending a random ``sessionid`` (and messages cookie, and ``Authorization: Token``) on every
+    request is served the stored page and is held to the anonymous render limit: counted by the cookie's
+    presence, it skipped both and cut everyone's throughput fivefold."""
+    import secrets
+
+    from django.test import Client
+    settings.TRACECUP_PAGE_RENDERS_PER_MINUTE = 10
+    url = f"/c/{closed.slug}/leaderboard/"
+
+    def forger():
+        c = Client(REMOTE_ADDR="203.0.113.4", HTTP_AUTHORIZATION=f"Token {secrets.token_hex(20)}")
+        c.cookies[settings.SESSION_COOKIE_NAME] = secrets.token_hex(16)
+        c.cookies["messages"] = secrets.token_hex(8)
+        return c
+
+    assert Client().get(url)["X-Page-Cache"] == "miss"
+    assert {forger().get(url).get("X-Page-Cache") for _ in range(20)} == {"hit"}
+    rendered = forger().get(f"{url}?round=1")               # rendered for it, as for anyone: stored
+    assert rendered.get("X-Page-Cache") == "miss" and not rendered.cookies
+    assert Client().get(f"{url}?round=1")["X-Page-Cache"] == "hit"
+    statuses = [forger().get(f"{url}?round={n}").status_code for n in range(2, 30)]  # each a new page to render
+    assert statuses[:9] == [200] * 9 and set(statuses[9:]) == {429}  # one render of its minute was round 1's
+    alpha = client_for("alpha1").get(url)                   # a real session is still rendered for its user
+    assert "X-Page-Cache" not in alpha and "Signed in as alpha1" in alpha.content.decode()
