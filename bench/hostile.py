@@ -64,7 +64,7 @@ class Stack:
                         TRACECUP_BROKER_DIR=str(folder / "broker"), CELERY_TASK_ALWAYS_EAGER="0",
                         DJANGO_SETTINGS_MODULE="contest.settings", PYTHONUNBUFFERED="1",
                         # production settings, on plain HTTP on loopback
-                        TRACECUP_PRODUCTION="1", DEBUG="0", SECRET_KEY="bench-hostile-" + os.urandom(16).hex(),
+                        TRACECUP_PRODUCTION="1", DEBUG="0", SECRET_KEY="bench-hostile-" + os.urandom(32).hex(),
                         ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0", TRACECUP_TRUSTED_PROXY="1")
         self.proxy: edge.Nginx | None = None
         self.users = users

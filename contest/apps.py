@@ -11,6 +11,7 @@ class ContestConfig(AppConfig):
         # and the services they import) is imported once the app is ready, here.
         from django.conf import settings  # local: Django's app loading, see above
 
+        import contest.secret_key  # noqa: F401  # local: registers its deploy check, whatever the settings
         import contest.tasks  # noqa: F401  # local: imports every service and model
         from contest.settings import make_local_folders  # local: Django's app loading
 

@@ -12,7 +12,8 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
   process; served by ``contest.broker``, which writes and claims each message
   file atomically); production ``redis://host:6379/0``.
 - ``SECRET_KEY``: required with ``TRACECUP_PRODUCTION=1`` (even with ``DEBUG``
-  on); otherwise a fixed development key is used.
+  on), and refused there if known or weak (``contest.secret_key``); otherwise a
+  fixed development key is used.
 - ``DEBUG`` (``1``/``0``, default ``1`` unless ``TRACECUP_PRODUCTION=1``),
   ``ALLOWED_HOSTS`` (comma separated), ``CSRF_TRUSTED_ORIGINS``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
@@ -32,7 +33,7 @@ from pathlib import Path
 
 import environ
 
-from contest import queues
+from contest import queues, secret_key
 
 env = environ.Env()
 
@@ -48,14 +49,12 @@ VAR_DIR = Path(env.str("TRACECUP_VAR_DIR", default=str(BASE_DIR / "var")))
 PRODUCTION = _env_bool("TRACECUP_PRODUCTION", False)
 DEBUG = _env_bool("DEBUG", not PRODUCTION)
 
-SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not PRODUCTION:
-        # Development only: a fixed key so sessions survive restarts of the demo.
-        SECRET_KEY = "dev-only-tracecup-key-not-for-production-use-0123456789abcdef"  # noqa: S105 - the development key; production refuses to start without its own
-    else:  # also with DEBUG on: the repository's key would sign production sessions silently
-        from django.core.exceptions import ImproperlyConfigured
-        raise ImproperlyConfigured("SECRET_KEY must be set in the environment when TRACECUP_PRODUCTION=1")
+# Development only: a fixed key so sessions survive restarts of the demo. Production refuses to start without
+# a key of its own, and with a known or weak one (contest.secret_key), also with DEBUG on.
+SECRET_KEY = env.str("SECRET_KEY", default="") or ("" if PRODUCTION else secret_key.DEVELOPMENT_KEY)
+if PRODUCTION and secret_key.refusal(SECRET_KEY):
+    from django.core.exceptions import ImproperlyConfigured
+    raise ImproperlyConfigured(secret_key.refusal(SECRET_KEY))
 
 ALLOWED_HOSTS = [h for h in env.list("ALLOWED_HOSTS", default=[] if PRODUCTION else
                                       ["127.0.0.1", "localhost", "testserver"]) if h]

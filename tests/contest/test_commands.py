@@ -14,6 +14,7 @@ import yaml
 from django.core.management import call_command
 
 from contest.models import Contest, Dataset, Phase
+from contest.secret_key import DEVELOPMENT_KEY
 from contest.services import judge, results, storage, uploads
 from tests.contest.conftest import anonymize_csv, move_phase, user
 
@@ -130,6 +131,30 @@ def test_production_requires_a_secret_key():
     # with DEBUG on too: the repository's development key used to sign production sessions silently
     r = _run(["manage.py", "check"], {"TRACECUP_PRODUCTION": "1", "DEBUG": "1", "SECRET_KEY": ""})
     assert r.returncode != 0 and "SECRET_KEY must be set" in r.stderr
+
+
+@pytest.mark.parametrize(("key", "reason"), [
+    (DEVELOPMENT_KEY, "development key"),
+    ("django-insecure-" + "q7#k2v!x9m@p4z&w" * 4, "startproject"),
+    ("short-but-varied-0123456789", "27 characters long"),
+    ("ab" * 40, "2 different characters"),
+])
+def test_production_refuses_a_known_or_weak_secret_key(key, reason):
+    """The repository's own development key signed production sessions with TRACECUP_PRODUCTION=1: anyone
+    with the source could sign a session cookie for any account."""
+    r = _run(["manage.py", "check"], {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "SECRET_KEY": key})
+    assert r.returncode != 0 and "SECRET_KEY is" in r.stderr and reason in r.stderr, r.stderr[-1500:]
+    assert "secrets.token_urlsafe" in r.stderr  # and says how to make one
+
+
+def test_check_deploy_reports_the_development_key():
+    """``check --deploy`` said nothing of the development key (Django's own check sees a long, varied key)."""
+    env = {"DEBUG": "0", "ALLOWED_HOSTS": "contest.example.org"}
+    for key in (DEVELOPMENT_KEY, ""):  # given, and the default outside production
+        r = _run(["manage.py", "check", "--deploy"], {**env, "SECRET_KEY": key})
+        assert r.returncode != 0 and "contest.E001" in r.stderr and "development key" in r.stderr, r.stderr[-1500:]
+    r = _run(["manage.py", "check", "--deploy"], {**env, "SECRET_KEY": "x" * 20 + "production-secret-0123456789abcdefghij"})
+    assert "contest.E001" not in r.stdout + r.stderr
 
 
 def test_docker_compose_commands_and_modules_exist():
