@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -134,3 +135,50 @@ def test_docker_compose_puts_the_same_nginx_in_front_of_web():
     assert int(nginx["environment"]["TRACECUP_MAX_BODY"]) == 200 * 1024 * 1024 + 1024 * 1024  # settings' default cap
     assert any(v.endswith("/etc/nginx/templates/default.conf.template:ro") for v in nginx["volumes"])
     assert "ports" not in compose["web"] and nginx["environment"]["TRACECUP_UPSTREAM"] == "web:8000"
+
+
+def _raw_answer(port: int, request: bytes) -> tuple[int, dict[str, str], str]:
+    """(status, headers, body) of ``request`` sent as bytes to 127.0.0.1:``port`` (a request http.client
+    would not send, such as one with two Host headers)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, body = data.decode(errors="replace").partition("\r\n\r\n")
+    status_line, *lines = head.split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+    return int(status_line.split()[1]), headers, body
+
+
+def _edge_headers_hold(headers: dict[str, str]) -> None:
+    policy = dict(d.strip().split(" ", 1) for d in headers["content-security-policy"].split(";") if d.strip())
+    assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'" and "script-src" not in policy
+    assert (headers["x-content-type-options"], headers["x-frame-options"]) == ("nosniff", "DENY")
+    assert headers["cache-control"] == "no-store"
+
+
+def test_nginx_own_error_pages_carry_a_content_security_policy(production_stack, tmp_path):
+    """nginx's own 400 (a request it cannot read), 404 (a static file that is not there) and 502 (no web
+    worker answers) went out with no Content-Security-Policy; the site's own answers pass through untouched."""
+    _gunicorn, nginx = production_stack
+    for request in (b"NOT A REQUEST\r\n\r\n", b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+                    b"GET /static/css/none.css HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"):
+        status, headers, body = _raw_answer(nginx, request)
+        assert status in (400, 404) and "Bad request" in body and "<script" not in body, (status, body[:300])
+        _edge_headers_hold(headers)
+    # a 404 of the site is Django's, under the site's policy, not replaced by nginx's page
+    status, headers, body = _raw_answer(nginx, b"GET /c/no-such-contest/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                               b"Connection: close\r\n\r\n")
+    assert status == 404 and "Bad request" not in body and "script-src 'self'" in headers["content-security-policy"]
+    # the same nginx with no web worker behind it
+    down = edge.Nginx(tmp_path / "nginx-down", f"127.0.0.1:{edge.free_port()}",
+                      max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES, static_root=ROOT / "static").start()
+    try:
+        for path in ("/", "/api/contests/"):
+            status, headers, body = _raw_answer(down.port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                           f"Connection: close\r\n\r\n".encode())
+            assert status == 502 and "Temporarily unavailable" in body, (status, body[:300])
+            _edge_headers_hold(headers)
+    finally:
+        down.stop()
