@@ -24,6 +24,14 @@ def osaka_grid(pwscup2019):
     return Grid.from_info_region(pwscup2019 / "osaka" / "info_region.csv")
 
 
+@pytest.fixture(scope="session")
+def snapshot_base(django_db_setup, django_db_blocker):
+    """The test database's tables as migrations left them (tests/snapshots.py): what no built state holds."""
+    from tests import snapshots
+    with django_db_blocker.unblock():
+        return snapshots.base_marks()
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache():
     """Each test starts with an empty cache (the results pages cache their tables in it)."""

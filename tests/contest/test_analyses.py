@@ -6,16 +6,16 @@ import pytest
 
 from contest.models import AnonymizedSet, Dataset
 from contest.services import analyses, results, round_figures, storage
-from tests.contest.conftest import upload_all_and_close
+from tests.contest.conftest import built_on_generated, upload_all_and_close
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def closed_small(generated, django_capture_on_commit_callbacks):
+def closed_small(request):
     """Every team uploaded both sets (one deliberately invalid), and the anonymization phase closed."""
-    return upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 0.1}), 3: ("A1-none", {})},
-                                django_capture_on_commit_callbacks)
+    return built_on_generated(request, "closed_small", lambda contest, capture: upload_all_and_close(
+        contest, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 0.1}), 3: ("A1-none", {})}, capture))
 
 
 def test_stored_figures_equal_scoring_analyses_on_the_files(closed_small):

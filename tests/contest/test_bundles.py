@@ -19,7 +19,7 @@ from django.db import connection
 
 from contest.models import Bundle, Job, PublicSet, Team
 from contest.services import bundles, storage, uploads
-from tests.contest.conftest import upload_all_and_close, user
+from tests.contest.conftest import built_on_generated, upload_all_and_close, user
 from tests.worker import worker_env  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
@@ -53,9 +53,9 @@ def test_a_corrupt_stored_file_stops_the_bundle(tmp_path):
 
 
 @pytest.fixture
-def closed(generated, django_capture_on_commit_callbacks):
-    return upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})},
-                                django_capture_on_commit_callbacks)
+def closed(request):
+    return built_on_generated(request, "closed", lambda contest, capture: upload_all_and_close(
+        contest, {1: ("A1-none", {}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})}, capture))
 
 
 def _zip_sha(bundle: Bundle) -> str:

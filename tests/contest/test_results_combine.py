@@ -12,22 +12,25 @@ import pytest
 
 from contest.models import AnonymizedSet, Dataset, Phase, PublicSet, RoundFigures, Score
 from contest.services import analyses, results, round_figures, uploads
-from tests.contest.conftest import move_phase, upload_all_and_close, user
+from tests.contest.conftest import built_on_generated, move_phase, upload_all_and_close, user
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def played(generated, django_capture_on_commit_callbacks):
+def played(request):
     """Round 1 played: the round's figures stored, every team's two sets, the close, two team attacks."""
+    return built_on_generated(request, "played", _play)
+
+
+def _play(generated, capture):
     rnd = generated.rounds.get()
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         round_figures.request(rnd)          # the generation's last set queues them (outside this test's commit)
     contest = upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.1}), 2: ("A3-kRR", {"eps": 8.0}),
-                                               3: ("A4-PL", {"l": 4.0, "r": 1.0})},
-                                   django_capture_on_commit_callbacks)
+                                               3: ("A4-PL", {"l": 4.0, "r": 1.0})}, capture)
     rng = np.random.default_rng(7)
-    with django_capture_on_commit_callbacks(execute=True):
+    with capture(execute=True):
         for target in PublicSet.objects.filter(dataset__round=rnd, dataset__kind=Dataset.TEAM).exclude(
                 dataset__number=1)[:2]:
             guess = rng.permutation(np.arange(1, contest.users_per_set + 1))

@@ -13,7 +13,7 @@ from contest.models import AuditLog, Job, Phase, PublicSet
 from contest.services import schedule, uploads
 from contest.services.schedule import ScheduleError
 from contest.tasks import sweep
-from tests.contest.conftest import anonymize_csv, move_phase, upload_all_and_close, user
+from tests.contest.conftest import anonymize_csv, move_phase, user
 
 pytestmark = pytest.mark.django_db
 
@@ -68,9 +68,8 @@ def test_impossible_orders_are_refused_with_the_reason_and_change_nothing(genera
     assert not AuditLog.objects.filter(action="reschedule_phase").exists()
 
 
-def test_a_pseudonymized_round_cannot_reopen_its_anonymization_phase(generated, django_capture_on_commit_callbacks):
-    upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                         django_capture_on_commit_callbacks)
+def test_a_pseudonymized_round_cannot_reopen_its_anonymization_phase(closed_unobfuscated):
+    generated = closed_unobfuscated
     rnd, anon, attack = phases(generated)
     with pytest.raises(ScheduleError, match="already pseudonymized"):
         schedule.reschedule_phase(anon, closes_at=timezone.now() + timedelta(days=3))

@@ -3,7 +3,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.contest.conftest import anonymize_csv, contest_spec, eager_celery, generated, make_contest, move_phase, user  # noqa: F401
+from tests.contest.conftest import (  # noqa: F401
+    anonymize_csv,
+    closed_unobfuscated,
+    contest_spec,
+    eager_celery,
+    generated,
+    make_contest,
+    move_phase,
+    user,
+)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from contest.models import Dataset, PublicSet
 from contest.services import uploads
-from tests.contest.conftest import anonymize_csv, upload_all_and_close, user
+from tests.contest.conftest import anonymize_csv, user
 
 pytestmark = pytest.mark.django_db
 
@@ -48,10 +48,9 @@ def test_dashboard_queries_do_not_grow_with_anonymized_uploads(generated, client
     assert many == few, f"{few} queries with 2 uploads, {many} with 10"
 
 
-def test_dashboard_queries_do_not_grow_with_attacks(generated, client_for, django_capture_on_commit_callbacks,
+def test_dashboard_queries_do_not_grow_with_attacks(closed_unobfuscated, client_for, django_capture_on_commit_callbacks,
                                                     django_assert_max_num_queries):
-    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                                   django_capture_on_commit_callbacks)
+    contest = closed_unobfuscated
     beta, url = client_for("beta1"), f"/c/{contest.slug}/team/"
     m = contest.users_per_set
     etable = ("user_id\n" + "".join(f"{u}\n" for u in range(1, m + 1))).encode()
@@ -71,12 +70,11 @@ def test_dashboard_queries_do_not_grow_with_attacks(generated, client_for, djang
     assert many == few, f"{few} queries with 1 attack, {many} with {1 + len(targets)}"
 
 
-def test_no_page_query_loads_stored_file_content(generated, client_for, django_capture_on_commit_callbacks):
+def test_no_page_query_loads_stored_file_content(closed_unobfuscated, client_for):
     """At the 2019 size a round's public sets and data sets carry hundreds of MB of file content; the
     dashboard needs their names and sizes only (a join that loaded the bytes made it take 1.2 s): it joins
     the stored files' rows and never reads their chunks."""
-    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                                   django_capture_on_commit_callbacks)
+    contest = closed_unobfuscated
     alpha = client_for("alpha1")
     for url in (f"/c/{contest.slug}/team/", f"/c/{contest.slug}/team/history.csv"):
         with CaptureQueriesContext(connection) as ctx:

@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from contest.models import AnonymizedSet, Dataset, Job, PublicSet
 from contest.services import jobs, uploads
-from tests.contest.conftest import upload_all_and_close, user
+from tests.contest.conftest import user
 from tests.web.conftest import anonymize_csv
 
 pytestmark = pytest.mark.django_db
@@ -160,9 +160,9 @@ def test_demo_prints_every_login():
 
 
 # ------------------------------------------------------------------ attack targets
-def test_target_row_state(generated, client_for, django_capture_on_commit_callbacks, django_assert_max_num_queries):
-    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                                   django_capture_on_commit_callbacks)
+def test_target_row_state(closed_unobfuscated, client_for, django_capture_on_commit_callbacks,
+                          django_assert_max_num_queries):
+    contest = closed_unobfuscated
     from contest.models import Phase
     from tests.contest.conftest import move_phase
     move_phase(contest.rounds.get(), Phase.ATTACK, -1, 24)
@@ -218,12 +218,11 @@ def test_a_binary_upload_is_named_once_and_shown_in_the_page_language(generated,
     assert "テキスト/CSV ファイルではありません" in html and "not a text/CSV file" not in html
 
 
-def test_your_attacks_cell_shows_the_latest_attempt_and_folds_the_rest(generated, client_for,
+def test_your_attacks_cell_shows_the_latest_attempt_and_folds_the_rest(closed_unobfuscated, client_for,
                                                                         django_capture_on_commit_callbacks):
     """Five rejected attempts: one error box in view (the latest), the four earlier ones folded."""
     import re
-    contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                                   django_capture_on_commit_callbacks)
+    contest = closed_unobfuscated
     target = PublicSet.objects.get(dataset__round__contest=contest, dataset__number=1, dataset__challenge=1)
     beta = user("beta1")
     for i in range(5):  # each scored (rejected) before the next, so none counts towards the limit

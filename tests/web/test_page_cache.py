@@ -20,15 +20,15 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from contest.models import AuditLog, Dataset, Phase
 from contest.services import judge, results, teams, uploads
 from contest.web import page_cache
-from tests.contest.conftest import anonymize_csv, upload_all_and_close, user
+from tests.contest.conftest import anonymize_csv, built_on_generated, upload_all_and_close, user
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def closed(generated, django_capture_on_commit_callbacks):
-    return upload_all_and_close(generated, {1: ("A3-kRR", {"eps": 10.0}), 2: ("A1-none", {}), 3: ("A1-none", {})},
-                                django_capture_on_commit_callbacks)
+def closed(request):
+    return built_on_generated(request, "closed", lambda contest, capture: upload_all_and_close(
+        contest, {1: ("A3-kRR", {"eps": 10.0}), 2: ("A1-none", {}), 3: ("A1-none", {})}, capture))
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from contest.models import AnonymizedSet, Bundle, Contest, Dataset, Job, Phase, PublicSet, Team
 from contest.services import results
-from tests.contest.conftest import upload_all_and_close
+from tests.contest.conftest import built_on_generated, upload_all_and_close
 from tests.web.conftest import anonymize_csv, move_phase
 
 pytestmark = pytest.mark.django_db
@@ -36,10 +36,10 @@ def _upload(client, contest, ds, content, name="anotraces.csv", **extra):
 
 
 @pytest.fixture
-def closed(generated, django_capture_on_commit_callbacks):
+def closed(request):
     """The generated contest after every team uploaded both sets and the anonymization phase closed."""
-    return upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})},
-                                django_capture_on_commit_callbacks)
+    return built_on_generated(request, "closed", lambda contest, capture: upload_all_and_close(
+        contest, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})}, capture))
 
 
 # ------------------------------------------------------------------ public pages and embargo

@@ -11,7 +11,7 @@ import pytest
 from contest.models import AnonymizedSet, Dataset
 from contest.services import data, results
 from scoring.algorithms.registry import Algorithm
-from tests.contest.conftest import upload_all_and_close
+from tests.contest.conftest import built_on_generated, upload_all_and_close
 
 pytestmark = pytest.mark.django_db
 
@@ -19,11 +19,13 @@ READERS = ("traces", "pubtraces", "ptable", "anotraces", "etable", "etraces")
 
 
 @pytest.fixture
-def played(generated, django_capture_on_commit_callbacks):
-    contest = upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}),
-                                               3: ("A1-none", {})}, django_capture_on_commit_callbacks)
-    results.publish_results(contest)  # the results job: snapshot with Fig. 8 and the analyses
-    return contest
+def played(request):
+    def play(generated, capture):
+        contest = upload_all_and_close(generated, {1: ("A2-MRLH", {"lambda": 0.0}), 2: ("A3-kRR", {"eps": 8.0}),
+                                                   3: ("A1-none", {})}, capture)
+        results.publish_results(contest)  # the results job: snapshot with Fig. 8 and the analyses
+        return contest
+    return built_on_generated(request, "played", play)
 
 
 def _forbid_heavy_work(monkeypatch):

@@ -9,7 +9,7 @@ import pytest
 import scoring
 from contest.models import AnonymizedSet, Dataset, PrivacyPreview
 from contest.services import storage, uploads
-from tests.contest.conftest import anonymize_csv, user
+from tests.contest.conftest import anonymize_csv, built_on_generated, user
 
 pytestmark = pytest.mark.django_db
 
@@ -23,11 +23,13 @@ def _upload(contest, capture, algorithm, seed, **params) -> AnonymizedSet:
 
 
 @pytest.fixture
-def two_previews(generated, django_capture_on_commit_callbacks):
-    first = _upload(generated, django_capture_on_commit_callbacks, "A1-none", 1)
-    second = _upload(generated, django_capture_on_commit_callbacks, "A3-kRR", 2, eps=8.0)
-    assert first.status == second.status == AnonymizedSet.VALID
-    return generated, first, second
+def two_previews(request):
+    def upload_two(generated, capture):
+        first = _upload(generated, capture, "A1-none", 1)
+        second = _upload(generated, capture, "A3-kRR", 2, eps=8.0)
+        assert first.status == second.status == AnonymizedSet.VALID
+        return generated, first, second
+    return built_on_generated(request, "two_previews", upload_two)
 
 
 def test_team_card_compares_uploads_and_shows_the_newest_preview(two_previews, client_for,

@@ -7,15 +7,19 @@ import re
 import pytest
 
 from contest.services import results
-from tests.contest.conftest import upload_all_and_close
+from tests.contest.conftest import built_on_generated, upload_all_and_close
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def published(generated, django_capture_on_commit_callbacks):
+def published(request):
+    return built_on_generated(request, "published", _publish)
+
+
+def _publish(generated, capture):
     contest = upload_all_and_close(generated, {1: ("A1-none", {}), 2: ("A3-kRR", {"eps": 8.0}),
-                                               3: ("A4-PL", {})}, django_capture_on_commit_callbacks)
+                                               3: ("A4-PL", {})}, capture)
     snap = results.publish_results(contest)
     u = snap.data["uncertainty"]
     # one dead heat between places 1 and 2, so the page has a flag to show

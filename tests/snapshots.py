@@ -1,0 +1,152 @@
+"""Database states built once per test session and laid again, row for row, in each test that needs them.
+
+A played contest (generated data, uploads scored, the phase closed, the judge's attacks) takes
+seconds to tens of seconds to build, and a test's database changes are rolled back when it ends,
+so before this module every test that needed one built it again. Now the first test that asks for a
+state builds it for real, inside its own transaction as before; :func:`take` then copies the rows the
+build added (every table, ``SELECT`` of the rows above the maximum primary key seen before the build)
+and later tests insert that copy into their own transaction (:meth:`Snapshot.restore`): the same rows,
+ids, stored files and times, in about a tenth of a second instead of the build's seconds.
+
+Besides the rows, a snapshot holds the files the build wrote into the bundle folder
+(``TRACECUP_BUNDLE_DIR``: the attack material a close builds), laid again into each test's own
+folder. What it does not hold: caches (cleared before every test anyway) and Python objects (the
+fixture hands each test a fresh instance read from its own database).
+
+The key of a state must name everything its build depends on: the fixture's name and, for a
+module's own state, the module (``request.module.__name__``).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connection, models
+
+#: The states built so far in this test process: key -> :class:`Snapshot`.
+_BUILT: dict[Any, Snapshot] = {}
+
+
+def _tables() -> list[type[models.Model]]:
+    """Every concrete model with a table of its own, many-to-many through tables included."""
+    return [m for m in apps.get_models(include_auto_created=True)
+            if m._meta.managed and not m._meta.proxy and not m._meta.swapped]
+
+
+def _marks() -> dict[type[models.Model], Any]:
+    """Each table's largest primary key now (``None`` for an empty table): one aggregate query a table."""
+    return {m: m._base_manager.aggregate(top=models.Max("pk"))["top"] for m in _tables()}
+
+
+@dataclass
+class _Rows:
+    """The rows one table gained: its concrete fields and each row's values in their database form."""
+    model: type[models.Model]
+    fields: list[models.Field]
+    rows: list[tuple] = field(default_factory=list)
+
+    def insert(self) -> None:
+        if not self.rows:
+            return
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self.fields)
+        marks = ", ".join(["%s"] * len(self.fields))
+        sql = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608 - names from the models
+        with connection.cursor() as cursor:
+            cursor.executemany(sql, self.rows)
+
+
+@dataclass
+class Snapshot:
+    """The rows a build added, table by table, and what the build returned (a model instance's class
+    and primary key, or a plain value)."""
+    tables: list[_Rows]
+    result: Any
+    bundles: dict[str, bytes]
+
+    def restore(self) -> Any:
+        """Insert the rows into the current (test) transaction and write the bundle files into the
+        current bundle folder; returns the build's result, read anew."""
+        for table in self.tables:  # foreign keys are checked at commit (deferred), so any order does
+            table.insert()
+        folder = Path(settings.TRACECUP_BUNDLE_DIR)
+        for name, content in self.bundles.items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(content)
+        return _read_result(self.result)
+
+
+def _bundle_files() -> dict[str, bytes]:
+    """Every file below the bundle folder, by its path relative to the folder."""
+    folder = Path(settings.TRACECUP_BUNDLE_DIR)
+    if not folder.is_dir():
+        return {}
+    return {str(f.relative_to(folder)): f.read_bytes() for f in folder.rglob("*") if f.is_file()}
+
+
+def _copy_rows(model: type[models.Model], above: Any) -> _Rows:
+    """The rows of ``model`` whose primary key is above ``above`` (all rows when ``above`` is None),
+    each value prepared as an INSERT would send it (JSON adapted, times made aware...)."""
+    fields = list(model._meta.concrete_fields)
+    rows = model._base_manager.all() if above is None else model._base_manager.filter(pk__gt=above)
+    copied = _Rows(model, fields)
+    for values in rows.order_by("pk").values_list(*[f.attname for f in fields]):
+        copied.rows.append(tuple(f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)))
+    return copied
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A model instance a build returned, kept by class and primary key."""
+    model: type[models.Model]
+    pk: Any
+
+
+def _keep_result(result: Any) -> Any:
+    """``result`` with every model instance (alone or in a tuple) replaced by a :class:`_Ref`."""
+    if isinstance(result, models.Model):
+        return _Ref(type(result), result.pk)
+    if isinstance(result, tuple):
+        return tuple(_keep_result(r) for r in result)
+    return result
+
+
+def _read_result(kept: Any) -> Any:
+    """The inverse of :func:`_keep_result`, each instance read from the current database."""
+    if isinstance(kept, _Ref):
+        return kept.model._base_manager.get(pk=kept.pk)
+    if isinstance(kept, tuple):
+        return tuple(_read_result(k) for k in kept)
+    return kept
+
+
+def base_marks() -> dict[type[models.Model], Any]:
+    """The tables' largest primary keys in the test database as migrations left it: what no state holds.
+    Read once per test process by the ``snapshot_base`` session fixture (tests/conftest.py)."""
+    return _marks()
+
+
+def built_once(key: Any, build: Callable[[], Any], base: dict[type[models.Model], Any]) -> Any:
+    """The state named ``key`` in the current test's database: built by ``build()`` the first time
+    (and copied), laid from the copy every later time. Returns what ``build`` returned (a model
+    instance is read again from the database, so a test that changes it changes only its own copy).
+
+    ``base``: :func:`base_marks`. The copy holds every row above them, whatever step made it, so a
+    state built on another (a closed contest on a generated one: ``build`` calls ``built_once`` for
+    the generated one) holds the rows its own steps changed too. Call it from a function-scoped
+    fixture that depends on ``db`` and no other state's fixture: the rows go into the test's
+    transaction and leave with its rollback."""
+    snapshot = _BUILT.get(key)
+    if snapshot is not None:
+        return snapshot.restore()
+    files_before = _bundle_files()
+    result = build()
+    after = _marks()
+    tables = [_copy_rows(m, base.get(m)) for m in _tables() if after[m] is not None and after[m] != base.get(m)]
+    bundles = {name: content for name, content in _bundle_files().items() if files_before.get(name) != content}
+    _BUILT[key] = Snapshot(tables, _keep_result(result), bundles)
+    return result
