@@ -491,3 +491,18 @@ def can_manage_contest(user, contest: Contest) -> Decision:
     if is_organizer(user, contest):
         return ALLOW
     return deny(gettext_noop("organizers only"))
+
+
+# ----- answers a cache may keep --------------------------------------------------------
+def answer_is_public(user, method: str) -> bool:
+    """Whether an answer to ``method`` for ``user`` may be kept by a browser's or a shared cache; every other
+    answer is sent with ``Cache-Control: no-store`` (``contest.no_store``).
+
+    Public (module docstring) is what anyone reads, anonymous visitors included. Every secret decided
+    here (original traces, ID tables, a team's uploads and scores before publication, the judge's outputs,
+    a team's invitation code, the account's API token) is shown only to a signed-in user, by session or
+    API token, or in the answer to a write (the token endpoint answers a POST with the token). So an answer
+    is public exactly when it is a read by someone not signed in; the others are treated as carrying a
+    secret, which also covers a page added later that nobody thought to list.
+    """
+    return method in ("GET", "HEAD") and not getattr(user, "is_authenticated", False)
