@@ -156,7 +156,20 @@ TEMPLATES = [{
 # dashboard per session, under a key that holds the site's state stamp, so nothing is invalidated by hand.
 # CACHE_URL (e.g. redis://127.0.0.1:6379/2) shares the stored pages between web processes (docker-compose
 # sets it); by default each process keeps its own in memory (each then reads the stamp from the database).
-CACHES = {"default": env.cache_url_config(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
+
+
+def cache_settings(url: str) -> dict:
+    """The cache of ``url`` (``CACHE_URL``'s form). A Redis cache fails open (``contest.cache``): while Redis
+    is down, pages render without it and uploads are stored, never answered 500. Its connection is given up
+    after 0.5 s (a host that does not answer), not the system's default of minutes."""
+    config = env.cache_url_config(url)
+    if config["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+        config["BACKEND"] = "contest.cache.FailOpenRedisCache"
+        config.setdefault("OPTIONS", {}).update(socket_connect_timeout=0.5, socket_timeout=1.0)
+    return config
+
+
+CACHES = {"default": cache_settings(env.str("CACHE_URL", default="") or "locmemcache://tracecup")}
 #: Seconds a stored page is kept and the clock bucket of its key (0: no page cache): what only the clock
 #: changes (a phase opening at its time) shows within this time; audited actions and jobs' ends at once.
 TRACECUP_PAGE_CACHE_SECONDS = env.int("TRACECUP_PAGE_CACHE_SECONDS", default=10)
