@@ -28,6 +28,7 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
+from redis.exceptions import RedisError
 
 from contest.celery import app as celery_app
 from contest.models import Job
@@ -316,6 +317,10 @@ def requeue_stalled(now=None) -> dict:
       queue) is sent again, with a back-off (one stale period, then doubling up
       to ``TRACECUP_JOB_TIME_LIMIT``) so a long but healthy queue gets few
       duplicates; a duplicate delivery is harmless (:func:`execute` claims).
+    - A queued job last sent before the broker's server started
+      (:func:`broker_started_at`) is sent again at once, whatever its back-off:
+      a Redis restarted without its data lost that message, and the back-off of
+      a job sent many times (up to 15 minutes) would leave it waiting that long.
 
     Called by the periodic sweep (``contest.tasks.sweep``). Returns counts.
     """
@@ -336,12 +341,35 @@ def requeue_stalled(now=None) -> dict:
     if failed:
         site_state.changed()
     limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
+    restarted = broker_started_at()
     for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - OUTBOX_GRACE).only("pk", "kind", "sent_at",
                                                                                            "sends"):
-        if job.sent_at is not None:
+        if job.sent_at is not None and (restarted is None or job.sent_at >= restarted):
             wait = min(stale * 2 ** max(job.sends - 1, 0), max(limit, stale))
             if job.sent_at > now - wait:
                 continue
         if dispatch(job.pk, job.kind):
             sent += 1
     return {"requeued": requeued, "failed": failed, "sent": sent}
+
+
+def broker_started_at():
+    """When the broker's server last started, or None where that cannot be told (the embedded broker, which
+    keeps its messages in files across restarts; a Redis that is down or refuses ``INFO``).
+
+    Redis says how long it has run (``INFO``'s ``uptime_in_seconds``); counted back from this machine's
+    clock, so the two clocks need not agree. A message sent before then was sent to a server that has
+    since stopped: without persistence (``redis-cli shutdown nosave``, a container without a volume) it is
+    gone. With persistence it may still be queued, and sending it again makes one harmless duplicate."""
+    try:
+        with celery_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1)  # a sweep while the broker is down does not wait on it here
+            client = getattr(conn.default_channel, "client", None)
+            info = getattr(client, "info", None)
+            if info is None:
+                return None
+            uptime = int(info("server")["uptime_in_seconds"])
+    except (*BROKER_ERRORS, RedisError, KeyError, ValueError) as exc:
+        log.info("the broker's start time is unknown (%s); queued jobs are sent again after their back-off", exc)
+        return None
+    return timezone.now() - timedelta(seconds=uptime)
