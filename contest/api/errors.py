@@ -38,7 +38,7 @@ def exception_handler(exc, context):
     if isinstance(exc, AnnouncementError):
         return error_response("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, SetupError):
-        return error_response("invalid_contest_file", str(exc), status.HTTP_400_BAD_REQUEST)
+        return error_response("invalid_contest_file", str(exc), status.HTTP_400_BAD_REQUEST, exc.issues)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -36,96 +36,31 @@ Re-running with the same slug is an error (never a silent overwrite).
 """
 from __future__ import annotations
 
-import re
-import zoneinfo
-from datetime import datetime, timedelta
-
-import yaml
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from contest import permissions
 from contest.models import Contest, Membership, Phase, Round, Team
-from contest.services import audit, parameters
+from contest.services import audit
+from contest.services.contest_file import (  # noqa: F401 (the format's names, where callers import them)
+    MAX_CONTEST_FILE_BYTES,
+    MAX_ERROR_CHARS,
+    MAX_ROUND_DAYS,
+    SUPPORTED_VERSIONS,
+    SetupError,
+    check,
+    parse_time,
+    read,
+    time_zone,
+)
 from scoring.results import default_round_weight
-
-SUPPORTED_VERSIONS = (1,)
-_RELATIVE = re.compile(r"^now\s*(?:([+-])\s*(\d+(?:\.\d+)?)\s*([dhm]))?$")
-
-#: The largest contest file read (bytes of UTF-8): a real one is a few kB (contest/example_contest.yaml).
-MAX_CONTEST_FILE_BYTES = 256 * 1024
-#: The longest error message about a contest file: messages quote values from the file, and an answer
-#: must never echo an unbounded input back.
-MAX_ERROR_CHARS = 500
-
-
-class SetupError(ValueError):
-    """A contest file that cannot be used; the message names the key and the problem (at most
-    :data:`MAX_ERROR_CHARS` characters, whatever value it quotes)."""
-
-    def __init__(self, message: str):
-        message = str(message)
-        if len(message) > MAX_ERROR_CHARS:
-            message = message[:MAX_ERROR_CHARS - 20] + " ... (shortened)"
-        super().__init__(message)
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses aliases (``*name``, also in ``<<: *name`` merges).
-
-    An alias repeats a node without repeating its text: nested aliases expand a 654-byte document
-    into gigabytes (the "billion laughs"; issue 25 measured 285 s and a 5.2 GB error body). A contest
-    file has no need of them, so the composer refuses the first one before anything is expanded.
-    """
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise SetupError(f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor[:40]}) are not "
-                             "allowed in a contest file; write the value out")
-        return super().compose_node(parent, index)
-
-
-def parse_time(value, tz, now=None):
-    now = now or timezone.now()
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        text = str(value).strip()
-        m = _RELATIVE.match(text)
-        if m:
-            if not m.group(1):
-                return now
-            amount = float(m.group(2)) * (1 if m.group(1) == "+" else -1)
-            unit = {"d": "days", "h": "hours", "m": "minutes"}[m.group(3)]
-            try:
-                return now + timedelta(**{unit: amount})
-            except OverflowError:  # past year 9999 (Python's datetime): no contest runs that long
-                raise SetupError(f"time {text[:60]!r} is beyond the year 9999") from None
-        try:
-            dt = datetime.fromisoformat(text)
-        except ValueError:
-            raise SetupError(f"time {text!r} is not ISO 8601 (e.g. 2026-06-01T10:00) nor now[+-N(d|h|m)]") from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=tz)
-    return dt
 
 
 def load_yaml(text: str) -> dict:
-    """The contest file ``text`` as a dict: at most :data:`MAX_CONTEST_FILE_BYTES`, no YAML aliases."""
-    size = len(text.encode("utf-8", errors="replace"))
-    if size > MAX_CONTEST_FILE_BYTES:
-        raise SetupError(f"the contest file has {size} bytes; at most {MAX_CONTEST_FILE_BYTES} are read")
-    try:
-        spec = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 (a SafeLoader without aliases)
-    except yaml.YAMLError as exc:
-        raise SetupError(f"not valid YAML: {exc}") from None
-    if not isinstance(spec, dict):
-        raise SetupError("the contest file must be a mapping with keys version, contest, rounds, teams")
-    if spec.get("version") not in SUPPORTED_VERSIONS:
-        raise SetupError(f"version: expected one of {SUPPORTED_VERSIONS}, got {spec.get('version')!r}")
-    return spec
+    """The contest file ``text`` as a dict, read within bounds (``contest.services.contest_file.read``)."""
+    return read(text)
 
 
 def _user(entry: dict, where: str, actor=None):
@@ -150,56 +85,54 @@ def _user(entry: dict, where: str, actor=None):
 
 @transaction.atomic
 def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
-    """Create a contest with its rounds, phases, teams, members and organizers."""
+    """Create a contest with its rounds, phases, teams, members and organizers from a contest file's dict.
+
+    The dict is checked whole first (``contest_file.check``: every problem with its path, nothing created);
+    what only the database knows (a slug taken, an organizer without an account, an account the actor may
+    not change) is refused after, in the same transaction.
+    """
     now = now or timezone.now()
-    c = spec.get("contest") or {}
-    if not c.get("slug") or not c.get("name"):
-        raise SetupError("contest: slug and name are required")
-    if Contest.objects.filter(slug=c["slug"]).exists():
-        raise SetupError(f"contest: a contest with slug {c['slug']!r} already exists")
-    params = dict(c.get("parameters") or {})
-    params.pop("organizers", None)
-    found = parameters.problems(params)  # the one check of contest parameters (console and API alike)
+    found = check(spec, now)
     if found:
-        raise SetupError("; ".join(parameters.describe(p, "contest.parameters.") for p in found))
-    tz = zoneinfo.ZoneInfo(params.get("time_zone", "Asia/Tokyo"))
-    for key in ("freeze_at",):
-        if params.get(key) is not None:
-            params[key] = parse_time(params[key], tz, now)
+        raise SetupError(found)
+    c = spec["contest"]
+    if Contest.objects.filter(slug=c["slug"]).exists():
+        raise SetupError([("contest.slug", f"a contest with slug {c['slug']!r} already exists")])
+    params = dict(c.get("parameters") or {})
+    tz = time_zone(spec)
+    if params.get("freeze_at") is not None:
+        params["freeze_at"] = parse_time(params["freeze_at"], tz, now)
     contest = Contest(slug=c["slug"], name=c["name"], description=c.get("description", ""), **params)
-    contest.full_clean(exclude=["organizers"])
+    try:
+        contest.full_clean(exclude=["organizers"])
+    except ValidationError as exc:  # the schema's checks come first; this is the model's last word
+        raise SetupError([(f"contest.{'parameters.' if f in params else ''}{f}", " ".join(m))
+                          for f, m in exc.message_dict.items()]) from None
     contest.save()
-    for entry in spec.get("users") or []:
-        _user(entry, "users", actor)
+    for i, entry in enumerate(spec.get("users") or []):
+        _user(entry, f"users[{i}]", actor)
     User = get_user_model()
-    for name in c.get("organizers") or []:
+    for i, name in enumerate(c.get("organizers") or []):
         try:
             contest.organizers.add(User.objects.get(username=name))
         except User.DoesNotExist:
-            raise SetupError(f"contest.organizers: no user {name!r} (list it under users)") from None
-    rounds = spec.get("rounds") or []
-    if not rounds:
-        raise SetupError("rounds: at least one round is required")
+            raise SetupError([(f"contest.organizers[{i}]", f"no user {name!r} (list it under users)")]) from None
+    rounds = spec["rounds"]
     for i, r in enumerate(rounds):
+        number = r.get("number", i + 1)
         phases = {kind: (parse_time(w["opens"], tz, now), parse_time(w["closes"], tz, now))
                   for kind, w in (r.get("phases") or {}).items()}
-        _create_round(contest, number=int(r.get("number", i + 1)), name=r.get("name") or f"Round {i + 1}",
-                      weight=_weight(r, int(r.get("number", i + 1)), len(rounds), f"rounds[{i}]"),
+        _create_round(contest, number=number, name=r.get("name") or f"Round {i + 1}",
+                      weight=_weight(r, number, len(rounds), f"rounds[{i}]"),
                       ref_days=r.get("ref_days", 20), org_days=r.get("org_days", 20), phases=phases,
                       where=f"rounds[{i}]")
     for i, t in enumerate(spec.get("teams") or []):
-        team = Team.objects.create(contest=contest, number=int(t.get("number", i + 1)), name=t["name"])
-        for entry in t.get("members") or []:
-            Membership.objects.create(user=_user(entry, f"teams[{i}].members", actor), team=team,
+        team = Team.objects.create(contest=contest, number=t.get("number", i + 1), name=t["name"])
+        for k, entry in enumerate(t.get("members") or []):
+            Membership.objects.create(user=_user(entry, f"teams[{i}].members[{k}]", actor), team=team,
                                       role=entry.get("role", Membership.MEMBER))
     audit.record("create_contest", contest=contest, actor=actor, obj=contest, slug=contest.slug)
     return contest
-
-
-#: The most reference (and original) days of a round. 2019 had 20 + 20; a day of 2000 users is 40000
-#: trace rows per set and every team's sets are generated, scored and attacked in memory, so the
-#: bound keeps one round's data (and the judge's attack matrices) within a worker's memory.
-MAX_ROUND_DAYS = 100
 
 
 def round_days(value, where: str) -> int:

@@ -88,7 +88,11 @@ def console_home(request):
             if yaml_form.is_valid():
                 try:
                     contest = create_contest_from_yaml(yaml_form.yaml_source(), actor=request.user)
-                except (SetupError, ValueError) as exc:
+                except SetupError as exc:  # one form error per problem, each naming its field's path
+                    for issue in exc.issues:
+                        yaml_form.add_error(None, f"{issue['field']}: {issue['message']}" if issue["field"]
+                                            else issue["message"])
+                except ValueError as exc:
                     yaml_form.add_error(None, str(exc))
                 else:
                     if not permissions.is_organizer(request.user, contest):

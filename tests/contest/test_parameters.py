@@ -25,7 +25,7 @@ BAD = [
     ("synthesizer_params", {"K": 999_999}, "synthesizer_params.K: expected an integer in [1, 256]"),
     ("time_zone", "Mars/Olympus", "an IANA time zone"),
     ("judge_attacks", ["I9-magic"], "the registry's attack names"),
-    ("colour", "blue", "a known contest parameter"),
+    ("colour", "blue", "unknown key 'colour'; the known keys are grid_nx"),
 ]
 
 

@@ -42,7 +42,7 @@ def test_a_contest_file_naming_no_weights_gets_the_rules():
 
 @pytest.mark.parametrize("bad", ["abc", 1.5, -0.1])
 def test_a_weight_out_of_range_is_refused_with_the_field(bad):
-    with pytest.raises(SetupError, match=r"rounds\[1\]\.weight: expected a number between 0 and 1"):
+    with pytest.raises(SetupError, match=r"rounds\[1\]\.weight: expected a number in \[0, 1\]"):
         create_contest(two_round_spec({2: bad}))
 
 
