@@ -36,6 +36,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from contest.models import Contest
+from contest.services import capacity, parameters
+
 #: The largest contest file read (bytes of UTF-8): a real one is a few kB (contest/example_contest.yaml).
 MAX_CONTEST_FILE_BYTES = 256 * 1024
 #: The longest error message about a contest file: messages quote values from the file, and an answer
@@ -434,7 +437,6 @@ def _contest(value, path, out) -> None:
 def _parameters(value, path, out) -> None:
     """The contest parameters through their one check (``contest.services.parameters.problems``), each
     problem at ``contest.parameters.<name>``; an unknown name gets the nearest known one."""
-    from contest.services import parameters  # noqa: PLC0415 (it imports the models, which import this module's users)
     if not isinstance(value, dict):
         out.add(path, _("expected a mapping (key: value), got %(value)s") % {"value": show(value)})
         return
@@ -488,8 +490,6 @@ def _teams(value, path, out, member) -> None:
 def _capacity(spec: dict) -> Issues:
     """The memory one worker needs for a set of each round (``contest.services.capacity``), refused with the
     figure when past its bound; the problem is named at the round."""
-    from contest.models import Contest  # noqa: PLC0415 (the models' defaults, read once the file is well-formed)
-    from contest.services import capacity  # noqa: PLC0415
     params = spec["contest"].get("parameters") or {}
 
     def param(name):

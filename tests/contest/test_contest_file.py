@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from django.utils import translation
 from rest_framework.test import APIClient
 
 from contest.models import Contest
@@ -180,8 +181,9 @@ def test_errors_are_in_the_askers_language(make_contest):
     make_contest()
     api = APIClient()
     api.force_authenticate(user("judge"))
-    r = api.post("/api/contests/", {"yaml": _text(_set("rounds.0.ref_dayz", 50))}, format="json",
-                 HTTP_ACCEPT_LANGUAGE="ja")
+    with translation.override("en"):  # the middleware turns Japanese on; the next test reads English again
+        r = api.post("/api/contests/", {"yaml": _text(_set("rounds.0.ref_dayz", 50))}, format="json",
+                     HTTP_ACCEPT_LANGUAGE="ja")
     issue = r.json()["error"]["issues"][0]
     assert r.status_code == 400 and issue["field"] == "rounds[0].ref_dayz"
     assert "ref_days" in issue["message"] and "unknown key" not in issue["message"], issue
