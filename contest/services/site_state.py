@@ -14,7 +14,10 @@ ends a job deletes it, again when its transaction commits (:func:`changed`). Wit
 shared cache (``CACHE_URL``, Redis in docker-compose) that reaches every
 process at once, so the next page load anywhere reads the new stamp; with the
 default per-process memory cache, a change made in another process (a worker
-ending a job) is seen within that second.
+ending a job) is seen within that second. While a Redis cache is unreachable it
+fails open (:mod:`contest.cache`): the stamp is read at each page and a deletion
+is lost, which the one-second life of a kept stamp makes harmless; an upload,
+which deletes it inside its storing transaction, is stored all the same.
 """
 from __future__ import annotations
 
