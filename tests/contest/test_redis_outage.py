@@ -32,6 +32,7 @@ from contest import queues
 from contest.models import AnonymizedSet, Dataset, Job, Score
 from contest.services import generation, jobs
 from contest.services.setup import create_contest
+from contest.settings import cache_settings
 from tests.contest.conftest import anonymize_csv, contest_spec, user
 from tests.contest.test_faults import (  # noqa: F401  (own_redis is a fixture)
     assert_no_duplicate_current_scores,
@@ -52,11 +53,6 @@ OUTAGE_SECONDS = 30
 RECOVERY_SECONDS = 120
 #: Sends of each preview before the outage: the sweep's back-off then reached 15 minutes.
 PREVIEW_SENDS = 6
-
-
-def _cache_settings(url: str) -> dict:
-    from contest.settings import cache_settings
-    return cache_settings(url)
 
 
 def start_beat(worker_env) -> subprocess.Popen:
@@ -124,7 +120,7 @@ def resent_previews(contest) -> list[int]:
 
 def test_a_redis_outage_loses_no_upload_no_page_and_delays_no_queued_job(own_redis, worker_env, settings):
     cache_url = own_redis.url.rsplit("/", 1)[0] + "/1"  # compose: broker on database 0, CACHE_URL on 1
-    settings.CACHES = {"default": _cache_settings(cache_url)}
+    settings.CACHES = {"default": cache_settings(cache_url)}
     settings.TRACECUP_PAGE_CACHE_SECONDS = 10
     worker_env.env.update(CELERY_BROKER_URL=own_redis.url, CACHE_URL=cache_url)
     worker_env.env.pop("TRACECUP_BROKER_DIR", None)
@@ -151,6 +147,8 @@ def test_a_redis_outage_loses_no_upload_no_page_and_delays_no_queued_job(own_red
 
         own_redis.shutdown_nosave()
         down_until = time.monotonic() + OUTAGE_SECONDS
+        assert Job.objects.filter(pk=training.pk, status=Job.RUNNING).exists(), "training ended before the stop"
+        assert Job.objects.filter(pk__in=previews, status=Job.QUEUED).count() == 3  # their messages are gone
         t0 = time.monotonic()
         during = {team: api_upload(contest, team, 2, seed=10 + team) for team in (1, 2, 3)}
         upload_seconds, loads = (time.monotonic() - t0) / 3, []
