@@ -3,10 +3,14 @@
 A played contest (generated data, uploads scored, the phase closed, the judge's attacks) takes
 seconds to tens of seconds to build, and a test's database changes are rolled back when it ends,
 so before this module every test that needed one built it again. Now the first test that asks for a
-state builds it for real, inside its own transaction as before; :func:`take` then copies the rows the
-build added (every table, ``SELECT`` of the rows above the maximum primary key seen before the build)
-and later tests insert that copy into their own transaction (:meth:`Snapshot.restore`): the same rows,
-ids, stored files and times, in about a tenth of a second instead of the build's seconds.
+state builds it for real, inside its own transaction as before; :func:`built_once` then copies every
+row of every table the build wrote to, and later tests insert that copy into their own transaction
+(:meth:`Snapshot.restore`): the same rows, ids, stored files and times, in about a tenth of a second
+instead of the build's seconds.
+
+The tables that migrations fill (content types, permissions: non-empty in a fresh test database,
+:func:`migration_tables`) are never copied: every test database has them already, and a test that
+flushes the database (``transaction=True``) has them made again with other ids.
 
 Besides the rows, a snapshot holds the files the build wrote into the bundle folder
 (``TRACECUP_BUNDLE_DIR``: the attack material a close builds), laid again into each test's own
@@ -25,7 +29,7 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import connection, models
+from django.db import connection, models, transaction
 
 #: The states built so far in this test process: key -> :class:`Snapshot`.
 _BUILT: dict[Any, Snapshot] = {}
@@ -35,11 +39,6 @@ def _tables() -> list[type[models.Model]]:
     """Every concrete model with a table of its own, many-to-many through tables included."""
     return [m for m in apps.get_models(include_auto_created=True)
             if m._meta.managed and not m._meta.proxy and not m._meta.swapped]
-
-
-def _marks() -> dict[type[models.Model], Any]:
-    """Each table's largest primary key now (``None`` for an empty table): one aggregate query a table."""
-    return {m: m._base_manager.aggregate(top=models.Max("pk"))["top"] for m in _tables()}
 
 
 @dataclass
@@ -88,13 +87,12 @@ def _bundle_files() -> dict[str, bytes]:
     return {str(f.relative_to(folder)): f.read_bytes() for f in folder.rglob("*") if f.is_file()}
 
 
-def _copy_rows(model: type[models.Model], above: Any) -> _Rows:
-    """The rows of ``model`` whose primary key is above ``above`` (all rows when ``above`` is None),
-    each value prepared as an INSERT would send it (JSON adapted, times made aware...)."""
+def _copy_rows(model: type[models.Model]) -> _Rows:
+    """Every row of ``model``, each value prepared as an INSERT would send it (JSON adapted, times
+    made aware...)."""
     fields = list(model._meta.concrete_fields)
-    rows = model._base_manager.all() if above is None else model._base_manager.filter(pk__gt=above)
     copied = _Rows(model, fields)
-    for values in rows.order_by("pk").values_list(*[f.attname for f in fields]):
+    for values in model._base_manager.order_by("pk").values_list(*[f.attname for f in fields]):
         copied.rows.append(tuple(f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)))
     return copied
 
@@ -124,29 +122,29 @@ def _read_result(kept: Any) -> Any:
     return kept
 
 
-def base_marks() -> dict[type[models.Model], Any]:
-    """The tables' largest primary keys in the test database as migrations left it: what no state holds.
-    Read once per test process by the ``snapshot_base`` session fixture (tests/conftest.py)."""
-    return _marks()
+def migration_tables() -> frozenset[type[models.Model]]:
+    """The tables with rows in the test database as migrations left it. Read once per test process by
+    the ``snapshot_base`` session fixture (tests/conftest.py)."""
+    return frozenset(m for m in _tables() if m._base_manager.exists())
 
 
-def built_once(key: Any, build: Callable[[], Any], base: dict[type[models.Model], Any]) -> Any:
+def built_once(key: Any, build: Callable[[], Any], base: frozenset[type[models.Model]]) -> Any:
     """The state named ``key`` in the current test's database: built by ``build()`` the first time
     (and copied), laid from the copy every later time. Returns what ``build`` returned (a model
     instance is read again from the database, so a test that changes it changes only its own copy).
 
-    ``base``: :func:`base_marks`. The copy holds every row above them, whatever step made it, so a
-    state built on another (a closed contest on a generated one: ``build`` calls ``built_once`` for
-    the generated one) holds the rows its own steps changed too. Call it from a function-scoped
-    fixture that depends on ``db`` and no other state's fixture: the rows go into the test's
-    transaction and leave with its rollback."""
+    ``base``: :func:`migration_tables`, never copied. The copy holds every row of the other tables,
+    whatever step made it, so a state built on another (a closed contest on a generated one: ``build``
+    calls ``built_once`` for the generated one) holds the rows its own steps changed too. Call it from
+    a function-scoped fixture that depends on ``db`` (or ``transactional_db``) and no other state's
+    fixture, before the test writes anything of its own."""
     snapshot = _BUILT.get(key)
     if snapshot is not None:
-        return snapshot.restore()
+        with transaction.atomic():  # foreign keys are checked at its end: rows go in table by table
+            return snapshot.restore()
     files_before = _bundle_files()
     result = build()
-    after = _marks()
-    tables = [_copy_rows(m, base.get(m)) for m in _tables() if after[m] is not None and after[m] != base.get(m)]
+    tables = [_copy_rows(m) for m in _tables() if m not in base and m._base_manager.exists()]
     bundles = {name: content for name, content in _bundle_files().items() if files_before.get(name) != content}
     _BUILT[key] = Snapshot(tables, _keep_result(result), bundles)
     return result

@@ -22,11 +22,10 @@ TEXT = {"en": {"forgot": "Forgot your password?", "send": "Send the link", "set"
 
 
 @pytest.fixture
-def account_site(live_server, settings):
+def account_site(live_server):
     from django.contrib.auth import get_user_model
 
     from contest.services.setup import create_contest
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     contest = create_contest(contest_spec("ac"))
     get_user_model().objects.filter(username="alpha1").update(email="alpha1@example.org")
     return live_server.url, contest

@@ -16,14 +16,13 @@ JUDGE = ("judge", "judge-pass")
 
 
 @pytest.fixture
-def console_site(live_server, settings):
+def console_site(live_server):
     from contest.models import Dataset
     from contest.services import uploads
     from contest.services.generation import generate_round_data
     from contest.services.setup import create_contest
     from tests.contest.conftest import user
 
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     contest = create_contest(contest_spec("cm"))
     generate_round_data(contest.rounds.get())
     # the round's figures jobs that generation queued are not this test's subject: done

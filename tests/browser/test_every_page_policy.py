@@ -29,7 +29,6 @@ def site(live_server, settings):
     from contest.services.setup import create_contest
 
     settings.ROOT_URLCONF = "tests.browser.urls_with_error"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     contest = create_contest(contest_spec("csp"))
     generate_round_data(contest.rounds.get())
     get_user_model().objects.create_superuser("admin", "admin@example.org", ADMIN_PASSWORD)

@@ -31,9 +31,8 @@ CHART_TEXTS_JS = """() => {
 
 
 @pytest.fixture
-def demo_site(live_server, settings):
+def demo_site(live_server):
     from contest.services.demo import setup_demo
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     return live_server.url, setup_demo(log=lambda *a: None)
 
 

@@ -13,12 +13,11 @@ pytestmark = [pytest.mark.browser]
 
 
 @pytest.fixture
-def team_site(live_server, settings):
+def team_site(live_server):
     from contest.models import Dataset
     from contest.services.generation import generate_round_data
     from contest.services.setup import create_contest
 
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     contest = create_contest(contest_spec("up"))
     generate_round_data(contest.rounds.get())
     return live_server.url, contest, Dataset.objects.get(round__contest=contest, team__number=1, challenge=1)

@@ -31,12 +31,6 @@ def contest_spec(slug="tc", *, synthesizer="city", users=SMALL_USERS, anon=(-1, 
 
 
 @pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """PBKDF2 at production strength costs ~0.3 s a user on this machine; tests need no strength."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(autouse=True)
 def eager_celery(request):
     """Unit and API tests run queued jobs inline (the integration test uses a real worker)."""
     from contest.celery import app
