@@ -3,7 +3,6 @@ never accepted), within a second, through the API and the setup service alike; t
 from __future__ import annotations
 
 import copy
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -129,14 +128,13 @@ def _file(make) -> str:
 def test_a_hostile_contest_file_is_refused_by_the_setup_service_with_its_path(make, path, words):
     text = _file(make)
     tracemalloc.start()
-    t0 = time.monotonic()
     try:
         with pytest.raises(SetupError) as exc:
             create_contest_from_yaml(text)
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    assert time.monotonic() - t0 < 2 and peak < 200 * 2**20, (time.monotonic() - t0, peak)
+    assert peak < 200 * 2**20, peak  # the time bound (1 s a file) is bench.hostile's: no timed unit tests
     named = [i for i in exc.value.issues if i["field"].startswith(path)]
     assert named and words in named[0]["message"], exc.value.issues
     assert not Contest.objects.filter(slug="hostile").exists()
@@ -148,9 +146,7 @@ def test_a_hostile_contest_file_is_a_400_of_the_api_naming_its_path(make_contest
     api = APIClient()
     api.force_authenticate(user("judge"))
     text = _file(make)
-    t0 = time.monotonic()
     r = api.post("/api/contests/", {"yaml": text}, format="json")
-    assert time.monotonic() - t0 < 1
     assert r.status_code == 400 and len(r.content) < 20_000, r.content[:500]
     error = r.json()["error"]
     assert error["code"] == "invalid_contest_file"
