@@ -9,11 +9,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo demo-reset test bench bench-full venv clean help
+.PHONY: demo demo-reset test check bench bench-full venv clean help
 
 help:
 	@echo "make demo   - set up and run the platform with a ready demo contest (web + Celery worker)"
 	@echo "make test   - set up and run the whole test suite"
+	@echo "make check  - the inner loop (about a minute): ruff and every test not marked slow, integration or browser"
 	@echo "make bench  - print the speed and memory figures of the judge and the synthesizer"
 	@echo "make bench-full - a 2019-size round through the real pipeline, then the pages under load"
 	@echo "make demo-reset - delete the demo's data (var/: database, files, broker; .venv stays), then make demo"
@@ -42,6 +43,14 @@ demo-reset: $(STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop: the judge's and the synthesizers' tests and the platform's unit and page tests, without
+# the ones marked slow (statistical checks, whole rounds), integration (real workers) or browser.
+CHECK_MARKERS := not slow and not integration and not browser
+
+check: $(DEV_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench.judge

@@ -14,6 +14,7 @@ from tests.contest.conftest import anonymize_csv, user
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_every_model_has_a_working_admin(generated, client):
     from contest.models import Dataset
     ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)

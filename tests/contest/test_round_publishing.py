@@ -50,6 +50,7 @@ def judge_api():
     return api
 
 
+@pytest.mark.slow
 def test_round_one_published_is_provisional_and_round_two_not_played(django_capture_on_commit_callbacks):
     contest = two_rounds()
     r1, r2 = contest.rounds.order_by("number")
@@ -96,6 +97,7 @@ def test_round_one_published_is_provisional_and_round_two_not_played(django_capt
     assert "Final standings." in board and "Provisional" not in board and "not played yet" not in board
 
 
+@pytest.mark.slow
 def test_publishing_a_round_whose_attack_phase_is_open_is_refused_with_the_reason(
         django_capture_on_commit_callbacks):
     """Issue 22: publishing through the last round while its attack phase was open was accepted and

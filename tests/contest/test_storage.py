@@ -253,6 +253,7 @@ def test_a_corrupted_chunk_fails_the_sha256_check():
             read(f)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_cuts_each_stored_blob_into_chunks_and_back():
     """Migration 0017 moves each file's one-column content into chunks of CHUNK bytes (same bytes, same

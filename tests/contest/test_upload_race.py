@@ -17,7 +17,7 @@ from contest.models import AnonymizedSet, Dataset, Phase
 from contest.services import judge, storage, uploads
 from tests.contest.conftest import anonymize_csv
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

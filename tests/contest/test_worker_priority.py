@@ -11,7 +11,8 @@ from django.conf import settings
 
 from tests.worker import celery_worker, worker_env  # noqa: F401  (fixtures)
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads niceness from Linux's /proc")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads niceness from Linux's /proc")]
 
 
 def _nice(pid: int) -> int:

@@ -15,6 +15,8 @@ from synth import audit, coloc
 from synth.calibrate import OSAKA
 from synth.city import CityModel
 
+pytestmark = pytest.mark.slow
+
 AXIS = TimeAxis(slots_per_day=20, start_minute=480, slot_minutes=30, ref_days=5, org_days=5)
 
 

@@ -17,6 +17,8 @@ from scoring.grid import Grid
 from scoring.traces import Traces
 from synth import calibrate
 
+pytestmark = pytest.mark.slow
+
 USERS = 400
 GRID = Grid()
 

@@ -153,6 +153,7 @@ def as_traces(reg: np.ndarray) -> Traces:
     return Traces(np.arange(1, m + 1), np.arange(1, reg[0].size + 1), reg.reshape(m, -1))
 
 
+@pytest.mark.slow
 def test_diversity_same_tv_equals_diff_tv(model):
     """Paper Appendix B: PPMTF+ Same-TV ~ Diff-TV (within 0.1 sd); reusing A (PPMTF) makes Same < Diff.
 
@@ -309,6 +310,7 @@ def test_attacks_on_a_generated_20_plus_20_day_set(model, tmp_path):
     assert fuzzy >= 0.8, fuzzy
 
 
+@pytest.mark.slow
 def test_people_flow_model_reproduces_population(pwscup2019):
     """Train on the people-flow training traces; the synthetic population distribution (all slots
     pooled) is closer to the held-out test traces than a uniform one by a wide margin.

@@ -78,6 +78,7 @@ def test_progress_printer_throttles():
     assert text.count("step") == 2 and "10/10 step" in text      # first call and the last
 
 
+@pytest.mark.slow
 def test_module_entry_point():
     r = subprocess.run([sys.executable, "-m", "synth", "generate", "--help"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
@@ -131,6 +132,7 @@ def test_every_method_trains_and_writes_the_same_contest_files(tmp_path, capsys)
     assert "options.theta = 3: expected an option of the sglt synthesizer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_compare_writes_table_csv_and_plot(tmp_path, capsys):
     from synth import compare
     entries = (("PPMTF+", "ppmtf", dict(K=3, sweeps=2), {}), ("SGLT", "sglt", dict(clusters=5), {}),
