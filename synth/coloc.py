@@ -477,7 +477,7 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
           eps1: float = 1.0, eps2: float = 1.0, eps3: float = 1.0, c: int = 5, c_trans: int = 5,
           mechanism: str = "laplace", hierarchy: str | list = "blocks", successors: int = 16,
           min_meetings: int = 3, min_users: int = TRAINING_DEFAULTS["min_users"], slot_start_minute: float = 480.0,
-          slot_minutes: float | None = None, seed: int | None = 0, progress=None) -> ColocModel:
+          slot_minutes: float | None = None, seed: int | None = None, progress=None) -> ColocModel:
     """Fit p', Q' and the DP transition model (see the module docstring).
 
     Args:
@@ -491,8 +491,10 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
         mechanism: ``laplace`` or ``wavelet`` (Privelet over ``hierarchy``:
             ``"blocks"`` = 4 x 4 and 16 x 16 cell blocks, or a list of (M,)
             level arrays, coarsest first, e.g. :func:`category_hierarchy`).
-        seed: the noise's seed. It is not stored in the model: whoever knows
-            it can subtract the noise.
+        seed: the noise's seed; None (the default, as the platform trains) draws
+            it from the operating system's randomness. A seed is for research
+            and tests only: it is not stored in the model, but whoever knows it
+            can draw the same noise and subtract it.
 
     The model holds only noisy statistics and public parameters; the exact
     ones (number of users, friend pairs, sites counted) are in

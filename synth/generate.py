@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -175,6 +178,10 @@ def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: i
     calendar days come from ``default_rng([seed, 0, 0])``, so a set's bytes do
     not depend on how many other sets are generated. Same seed, same bytes.
 
+    The files are written into a staging folder beside ``out_dir`` (``.<name>.staging-*``), manifest
+    last, and only a complete round is moved in (:func:`_publish`): a run that fails on any set leaves
+    ``out_dir`` as it was (absent, or with its earlier files) and no staging folder.
+
     Args:
         model: a trained model of any method (``synth.methods``; its grid shape must match ``grid``).
         out_dir: output folder (created).
@@ -193,8 +200,6 @@ def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: i
             ``home_minutes``, ...; sglt and coloc: their ``GENERATION_DEFAULTS`` keys).
     """
     progress = progress or no_progress
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if grid is None:
         grid = model.grid()
     if pool_days is None:
@@ -205,6 +210,25 @@ def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: i
                            slot_start_minute=slot_start_minute, slot_minutes=slot_minutes, day_split=day_split)
     manifest = round_manifest(model, synth, grid, axis, teams, users=users, seed=seed, pool_days=pool_days,
                               day_split=day_split)
+    target = Path(out_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A fresh name made with mkdir (not mkdtemp's private mode), so the moved folder has the usual permissions.
+    out = target.parent / f".{target.name}.staging-{os.getpid()}-{secrets.token_hex(4)}"
+    out.mkdir()
+    try:
+        _write_round(model, synth, out, grid, axis, manifest, teams, users=users, ref_days=ref_days,
+                     org_days=org_days, seed=seed, progress=progress)
+        _publish(out, target)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return manifest
+
+
+def _write_round(model, synth, out: Path, grid: Grid, axis: TimeAxis, manifest: dict, teams: int, *, users: int,
+                 ref_days: int, org_days: int, seed: int, progress: Progress) -> None:
+    """Write the round's files into the folder ``out``: the grid, the time axis, every set of
+    ``manifest["sets"]`` (filling each entry with its file names and report) and ``manifest.json`` last,
+    with every other file's SHA-256 and size in bytes (``manifest["files"]``)."""
     grid.write_info_region(out / "info_region.csv")
     axis.write_info_time(out / "info_time.csv")
 
@@ -220,4 +244,18 @@ def generate_round(model, out_dir, teams: int, *, users: int = 2000, ref_days: i
                          for p in sorted(out.iterdir()) if p.name != "manifest.json" and p.is_file()}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                        encoding="utf-8")
-    return manifest
+
+
+def _publish(staging: Path, target: Path) -> None:
+    """Move a complete round from the folder ``staging`` to ``target`` (same parent, so renames).
+
+    An absent or empty ``target`` is replaced by one rename of the folder, atomic. A ``target`` that
+    already holds files keeps them, and each staged file replaces its namesake by one rename, the
+    manifest last: a reader that finds the new manifest finds every file it lists."""
+    if target.is_dir() and not any(target.iterdir()):
+        target.rmdir()
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    for path in sorted(staging.iterdir(), key=lambda p: p.name == "manifest.json"):
+        os.replace(path, target / path.name)

@@ -164,3 +164,12 @@ def test_bad_parameters_are_clear_errors(traces):
         coloc.train(traces, GRID, mechanism="gauss")
     with pytest.raises(ValueError, match="at least min_users = 100 users .* got 80"):
         coloc.train(traces, GRID)
+
+
+def test_unseeded_training_draws_its_noise_from_the_operating_system(traces):
+    a = coloc.train(traces, GRID, min_users=80)
+    b = coloc.train(traces, GRID, min_users=80)
+    # Two trainings without a seed draw different noise; with one, the same.
+    assert not np.array_equal(a.Q, b.Q)
+    seeded = [coloc.train(traces, GRID, min_users=80, seed=5) for _ in range(2)]
+    assert np.array_equal(seeded[0].Q, seeded[1].Q)

@@ -167,3 +167,62 @@ def test_calibrate_measures_any_trained_model(tmp_path, capsys):
     assert rows[0]["name"] == "generated 30 x (2+2) (sglt)" and len(rows[0]["home_share"]) == 20
     assert main(["calibrate", "--model", str(model), "--K", "4"]) == 2
     assert "training options ['K'] do not apply" in capsys.readouterr().err
+
+
+@pytest.fixture
+def sglt_model(tmp_path):
+    """A small sglt model file trained on the built-in city (40 users x 2 days)."""
+    city = tmp_path / "city"
+    assert main(["city", "--users", "40", "--days", "2", "--seed", "3", "--out", str(city)]) == 0
+    model = tmp_path / "sglt.npz"
+    assert main(["train", str(city / "traintraces.csv"), "--method", "sglt", "--clusters", "5",
+                 "--out", str(model)]) == 0
+    return model
+
+
+def _failing_third_set(monkeypatch):
+    """Make ``synth.generate.generate_set`` raise on its third call (as a full disk would)."""
+    from synth import generate
+    real, calls = generate.generate_set, []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError("No space left on device")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(generate, "generate_set", flaky)
+    return calls
+
+
+def test_a_generation_that_fails_leaves_no_files(tmp_path, sglt_model, monkeypatch, capsys):
+    args = ["generate", str(sglt_model), "--teams", "1", "--users", "20", "--ref-days", "1", "--org-days", "1"]
+    calls = _failing_third_set(monkeypatch)
+    out = tmp_path / "rounds" / "round1"
+    assert main([*args, "--out", str(out)]) == 2 and len(calls) == 3
+    assert "No space left on device" in capsys.readouterr().err
+    assert not out.exists() and list((tmp_path / "rounds").iterdir()) == []      # no staging folder left
+
+    # A folder that already holds a round keeps it, byte for byte, when the next run fails.
+    monkeypatch.undo()
+    assert main([*args, "--seed", "1", "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "manifest.json" in before and len(before) == 19
+    calls = _failing_third_set(monkeypatch)
+    assert main([*args, "--seed", "2", "--out", str(out)]) == 2 and len(calls) == 3
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in (tmp_path / "rounds").iterdir()] == ["round1"]
+    monkeypatch.undo()
+    assert main([*args, "--seed", "2", "--out", str(out)]) == 0
+    assert json.loads((out / "manifest.json").read_text())["seed"] == 2
+    assert [p.name for p in (tmp_path / "rounds").iterdir()] == ["round1"]
+
+
+def test_compare_says_that_its_noise_is_seeded(tmp_path, monkeypatch, capsys):
+    from synth import compare
+    note = compare.seed_note(compare.ENTRIES, 4)
+    assert note.startswith("seeded:") and "coloc eps=1 (paper)" in note and "seed 4" in note
+    assert compare.seed_note([("SGLT", "sglt", {}, {})], 4) is None           # sglt has no DP noise
+    monkeypatch.setattr(compare, "run", lambda *a, **k: [])
+    assert main(["compare", "--seed", "4", "--no-plot", "--out", str(tmp_path / "c")]) == 0
+    assert note in capsys.readouterr().out.splitlines()
+    assert note in (tmp_path / "c" / "compare.md").read_text()
