@@ -1,7 +1,7 @@
 """The hard cap on a request's size, before a view or a parser reads the body.
 
 A team's upload may be at most ``TRACECUP_MAX_REQUEST_BYTES`` (default: the
-largest upload any contest allows, 200 MB, plus room for the form's other
+largest upload any contest allows, 200 MiB, plus room for the form's other
 fields). A request that says it is larger (``Content-Length``) is answered
 413 at once, its body never read; one that does not say (chunked) is counted
 as it streams to a temporary file and stopped at the cap. Files above
@@ -15,36 +15,10 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import JsonResponse
 from django.shortcuts import render
-from django.template.defaultfilters import filesizeformat
 from django.utils import translation
-from django.utils.translation import gettext as _
 
 from contest.api.errors import error_body
-
-#: Room in a request for the form's other fields and the multipart boundaries beside the file (bytes).
-FORM_ROOM = 1024 * 1024
-
-
-def largest_file_bytes() -> int:
-    """The largest file one request may carry (bytes): the request cap less the form's room.
-
-    With the default cap (200 MB + 1 MB) this is 200 MB, the largest ``upload_size_limit`` a contest
-    may set: the rules page, the upload card and this 413 name the same figure."""
-    cap = settings.TRACECUP_MAX_REQUEST_BYTES
-    return cap - FORM_ROOM if cap > 2 * FORM_ROOM else cap
-
-
-def contest_upload_limit(contest) -> int:
-    """The one figure a contest's pages give for the largest upload (bytes): its ``upload_size_limit``
-    (uncompressed), or less when this site's request cap is lower."""
-    return min(contest.upload_size_limit, largest_file_bytes())
-
-
-def too_large_message() -> str:
-    """What a refused oversized request is told, in the active language."""
-    limit = largest_file_bytes()
-    return _("an upload may be at most %(size)s (%(bytes)s bytes) and this one is larger; "
-             "compress the CSV as .gz or .zip") % {"size": filesizeformat(limit), "bytes": f"{limit:,}"}
+from contest.upload_rule import too_large_message
 
 
 class RequestTooLarge(RequestDataTooBig):

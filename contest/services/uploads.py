@@ -31,6 +31,7 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
+from contest.upload_rule import contest_upload_limit, too_large_message
 from scoring.errors import ValidationError
 from scoring.io import check_source
 from scoring.scores import utility_per_event
@@ -109,16 +110,17 @@ def lock_phase(phase_id: int, *, shared: bool) -> Phase:
 
 
 def _check_size(contest, content, name: str) -> None:
-    """Refuse an upload whose CSV exceeds the contest's limit, before storing anything.
+    """Refuse an upload whose CSV exceeds the limit the contest's pages state, before storing anything.
 
     The archive is decompressed with nothing of it kept (``scoring.io.check_source``); any other
     problem of the archive is stored and rejected with its message by the validation job.
     """
+    limit = contest_upload_limit(contest)
     try:
-        check_source(content, max_bytes=contest.upload_size_limit)
+        check_source(content, max_bytes=limit)
     except ValidationError as exc:
         if exc.issues and exc.issues[0].code == "file_too_large":
-            raise RuleViolation(f"{name}: {exc}", status=413) from None
+            raise RuleViolation(f"{name}: {too_large_message(limit)}", status=413) from None
 
 
 def counts_towards_limit(upload) -> bool:

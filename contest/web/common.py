@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, Team
 from contest.services import bundles
-from contest.upload_limits import contest_upload_limit
+from contest.upload_rule import contest_upload_limit, limit_text
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
 from scoring.vocabulary import Challenge
@@ -55,7 +55,7 @@ def js_strings() -> dict:
         "upload_failed": _("Upload failed (HTTP {code})."),
         "network_error": _("Network error: the upload did not reach the server."),
         "upload_refused": _("Upload refused:"),
-        "file_too_large": _("{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
+        "file_too_large": _("{name} is {size}; an upload may be {limit}."),
         "not_played": _("Not played yet: this round has no scores."),
         "scroll_sideways": _("The matrix is wider than the screen: scroll it sideways →"),
     }
@@ -129,6 +129,7 @@ def frame_context(request, contest: Contest | None = None, *, nav: str | None = 
         ctx["is_any_organizer"] = False
     ctx["is_contest_organizer"] = bool(contest) and permissions.is_organizer(user, contest)
     ctx["upload_limit"] = contest_upload_limit(contest) if contest else None
+    ctx["upload_limit_text"] = limit_text(ctx["upload_limit"]) if contest else ""
     return ctx
 
 

@@ -590,10 +590,11 @@
 
   /* ------------------------------------------------------------ upload */
 
+  /* Sizes in the site's one unit, as contest.upload_limits.size_text states them: MiB (2^20 bytes), KiB
+     below one MiB, one decimal unless the figure is whole. */
   function humanBytes(n) {
-    var units = ["B", "KB", "MB", "GB"], i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+    var big = n >= 1048576, figure = (n / (big ? 1048576 : 1024)).toFixed(1).replace(/\.0$/, "");
+    return figure + "\u00a0" + (big ? "MiB" : "KiB");
   }
 
   function initUploads(scope) {
@@ -664,8 +665,9 @@
         // refused before minutes of sending; the server checks again in any case.
         var most = parseInt(form.getAttribute("data-max-bytes") || "0", 10);
         if (most && input.files[0].size > most) {
-          refuse(fmt(t("file_too_large", "{name} is {size}; an upload may be at most {limit} (compress the CSV as .gz or .zip)."),
-                     { name: input.files[0].name, size: humanBytes(input.files[0].size), limit: humanBytes(most) }));
+          refuse(fmt(t("file_too_large", "{name} is {size}; an upload may be {limit}."),
+                     { name: input.files[0].name, size: humanBytes(input.files[0].size),
+                       limit: form.getAttribute("data-max-text") || humanBytes(most) }));
           return;
         }
         var data = new FormData(form);

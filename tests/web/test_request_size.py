@@ -26,8 +26,8 @@ def test_a_request_declaring_more_than_the_cap_is_refused_unread(generated, clie
            else f"/api/datasets/{ds.pk}/anonymized-sets/")
     r = alpha.post(url, {"file": io.BytesIO(big)}, HTTP_ACCEPT="application/json")
     assert r.status_code == 413
-    # the figure the rules page and the upload card give (filesizeformat), and the exact bytes
-    assert "an upload may be at most 48.8\xa0KB (50,000 bytes)" in r.json()["error"]["message"]
+    # the rule the rules page and the upload card state (contest.upload_limits.limit_text)
+    assert "at most 48.8\xa0KiB uncompressed" in r.json()["error"]["message"]
     assert StoredFile.objects.count() == files_before and not AnonymizedSet.objects.filter(dataset=ds).exists()
 
 
@@ -42,7 +42,7 @@ def test_a_plain_form_post_past_the_cap_gets_the_sites_error_page_with_its_polic
     assert r.status_code == 413 and r["Content-Type"].startswith("text/html")
     assert "script-src 'self'" in r["Content-Security-Policy"]
     page = r.content.decode()
-    assert "(50,000 バイト)" in page and "<html lang=\"ja\"" in page  # the message in the asker's language
+    assert "展開後 48.8\xa0KiB まで" in page and "<html lang=\"ja\"" in page  # the message in the asker's language
 
 
 def test_a_streamed_body_is_stopped_at_the_cap_by_the_upload_handler(settings):

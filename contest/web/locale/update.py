@@ -3,7 +3,7 @@
     .venv/bin/python contest/web/locale/update.py
 
 Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/``,
-``contest/upload_limits.py`` and the validator's messages (``scoring/errors.py``)
+``contest/upload_limits.py``, ``contest/upload_rule.py`` and the validator's messages (``scoring/errors.py``)
 (Django's ``makemessages``, which keeps the existing translations), writes
 ``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
 strings come out untranslated: translate them in the .po and run this again
@@ -41,6 +41,7 @@ def extract(work: Path) -> Path:
     (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
     (work / "site").mkdir()  # messages made before a view runs (the 413 of the size cap)
     (work / "site" / "upload_limits.py").symlink_to(ROOT / "contest" / "upload_limits.py")
+    (work / "site" / "upload_rule.py").symlink_to(ROOT / "contest" / "upload_rule.py")  # the size rule's sentences
     # reasons of a refusal that pages show in the page language (gettext_noop in contest.permissions)
     (work / "site" / "permissions.py").symlink_to(ROOT / "contest" / "permissions.py")
     (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
