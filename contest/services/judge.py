@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import analyses, audit, bundles, data, jobs, results, site_state, storage
-from contest.services.uploads import lock_phase, score_anonymized_set
+from contest.services.uploads import final_of, lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
 from scoring.preview import run_attack
@@ -24,18 +24,8 @@ from scoring.vocabulary import ATTACK_KINDS, AttackKind, ScoreKind
 
 
 def final_choice(dataset: Dataset) -> AnonymizedSet | None:
-    """The team's final set: its selected upload if scored, else its latest valid one.
-
-    Decision (SPEC silent): a team with scored uploads but none valid has its
-    latest one frozen as final, so the results show its s_U (it scores 0 as
-    an invalid set either way). Rejected uploads are never final.
-    """
-    scored = AnonymizedSet.objects.filter(dataset=dataset, status__in=(AnonymizedSet.VALID, AnonymizedSet.INVALID))
-    chosen = scored.filter(selected=True).first()
-    if chosen is not None:
-        return chosen
-    return (scored.filter(status=AnonymizedSet.VALID).order_by("-seq").first()
-            or scored.order_by("-seq").first())
+    """The team's final set of ``dataset``: ``final_of`` its uploads (contest.services.uploads)."""
+    return final_of(AnonymizedSet.objects.filter(dataset=dataset))
 
 
 def public_datasets(round_: Round):

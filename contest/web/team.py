@@ -119,9 +119,9 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     counted = sum(1 for s in sets if uploads.counts_towards_limit(s))
     final = next((s for s in sets if s.final), None)
     selected = next((s for s in sets if s.selected), None)
-    default_final = next((s for s in sets if s.status == AnonymizedSet.VALID), None)
-    # the set that counts if the phase closed now: frozen > chosen > latest valid (SPEC 8.3)
-    current_final = final or selected or default_final
+    # the set that counts if the phase closed now (the one rule: uploads.final_of)
+    current_final = uploads.final_of(sets)
+    default_final = None if final or selected else current_final
     job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
     _add_previews(states)
@@ -448,7 +448,13 @@ def upload_detail(request, slug, upload_id):
     ds = aset.dataset
     # this upload's own preview, per-user risk and leak map (the card shows the final set's)
     pv = _preview_block(contest, ds, aset, state["preview"]) if state["preview"] is not None else None
+    current = uploads.final_of(AnonymizedSet.objects.filter(dataset=ds))
+    anon_phase = ds.round.phases.filter(kind=Phase.ANONYMIZATION).first()
+    # the dashboard's rule: a valid upload that is not the final set may be chosen while the phase is open
+    can_choose = (bool(anon_phase and anon_phase.is_open(timezone.now())) and aset.status == AnonymizedSet.VALID
+                  and (current is None or current.pk != aset.pk))
     ctx = {"state": state, "aset": aset, "dataset": ds, "short": CHALLENGE_SHORT[ds.challenge],
+           "is_current_final": current is not None and current.pk == aset.pk, "can_choose": can_choose,
            "ch": {"dataset": ds}, "pv": pv, "preview_pending": state["preview_pending"],
            "auto_refresh": None if state["finished"] and not state["preview_pending"] else 2}
     return page(request, "web/upload_detail.html", ctx, contest=contest, nav="team")
