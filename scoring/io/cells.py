@@ -13,7 +13,9 @@ from .text import parse_digit_fields
 
 
 def _parse_cell(text: bytes, M: int, allow_sets: bool):
-    """One distinct cell text -> ('ok', tuple of 0-based members) or ('err', (code, params)).
+    """One cell text -> ('ok', tuple of 0-based members) or ('err', (code, params)).
+
+    The vectorised parse decides which cells are bad; this says why, for the cells an error shows.
 
     ``()`` is a deletion. With ``allow_sets`` False (etraces), only a single
     region id is accepted.
@@ -63,29 +65,29 @@ _CELL_OK[[ord(" "), ord("\n")]] = True
 PARSE_CHUNK_BYTES = 4 << 20
 
 
-def _fast_distinct(distinct: list, M: int, allow_sets: bool):
-    """Vectorised parse of distinct cell texts, or None if any is not plainly valid.
+def _parse_distinct(distinct: list, M: int, allow_sets: bool):
+    """Vectorised parse of distinct cell texts; the texts that are not plainly valid are set aside.
 
     Plainly valid: ``*`` (when sets are allowed) or 1..9-digit region ids in
     1..M separated by single spaces, no region twice (a single id only when
     sets are not allowed). Sets are canonicalised by sorting their members,
     so "2 1" and "1 2" become one set. The texts are parsed in slices of about
-    :data:`PARSE_CHUNK_BYTES` (bounded memory for any file).
+    :data:`PARSE_CHUNK_BYTES` (bounded memory for any file); a slice with a
+    bad text is parsed again without it, so one bad cell costs one slice twice.
 
     Returns:
-        (key_set (n,) int64 set id per distinct text, sizes (g,) int64,
-        members (sum sizes,) int32) for the g generalized sets in order of
-        first appearance.
+        (key_set (n,) int64 set id per distinct text (M for a bad one), sizes (g,) int64,
+        members (sum sizes,) int32, bad (b,) int64 positions of the bad texts in ``distinct``)
+        for the g generalized sets in order of first appearance.
     """
     n = len(distinct)
     is_star = np.array(distinct, dtype=object) == b"*" if n else np.zeros(0, dtype=bool)
-    if is_star.any() and not allow_sets:
-        return None
+    bad = [np.flatnonzero(is_star)] if not allow_sets else []
     rest = np.flatnonzero(~is_star)
     key_set = np.full(n, M, dtype=np.int64)
     empty = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
     if len(rest) == 0:
-        return (key_set, *empty)
+        return (key_set, *empty, np.concatenate(bad + [empty[0]]))
     code_dtype = np.int16 if M < 2 ** 15 else np.int32
     ends = np.cumsum(np.fromiter((len(distinct[i]) + 1 for i in rest), dtype=np.int64, count=len(rest)))
     cuts = np.searchsorted(ends, np.arange(PARSE_CHUNK_BYTES, ends[-1], PARSE_CHUNK_BYTES), side="right")
@@ -96,13 +98,19 @@ def _fast_distinct(distinct: list, M: int, allow_sets: bool):
             continue
         parsed = _parse_slice([distinct[i] for i in part], M, allow_sets, code_dtype)
         if parsed is None:
-            return None
+            wrong = _bad_texts([distinct[i] for i in part], M, allow_sets)
+            bad.append(part[wrong])
+            part = part[~wrong]
+            if len(part) == 0:
+                continue
+            parsed = _parse_slice([distinct[i] for i in part], M, allow_sets, code_dtype)
         single, single_region, multi, slice_keys = parsed
         key_set[part[single]] = single_region
         multi_rows.append(part[multi])
         keys += slice_keys
+    bad = np.concatenate(bad + [empty[0]])
     if not keys:
-        return (key_set, *empty)
+        return (key_set, *empty, bad)
     # Dedupe the sets by their canonical keys (dict: C speed), in order of first appearance.
     canon = list(dict.fromkeys(keys))
     index = dict(zip(canon, range(len(canon))))
@@ -111,11 +119,37 @@ def _fast_distinct(distinct: list, M: int, allow_sets: bool):
     w = np.dtype(code_dtype).itemsize
     members = np.frombuffer(b"".join(canon), dtype=code_dtype).astype(np.int32)
     gsizes = np.fromiter(map(len, canon), dtype=np.int64, count=len(canon)) // w
-    return key_set, gsizes, members
+    return key_set, gsizes, members, bad
+
+
+def _bad_texts(texts: list, M: int, allow_sets: bool) -> np.ndarray:
+    """(n,) bool: which of n cell texts (none of them ``*``) are not plainly valid (see
+    :func:`_parse_distinct`), found with the same vectorised tests as :func:`_parse_slice`."""
+    buf = np.frombuffer(b"\n".join(texts), dtype=np.uint8)
+    is_newline = buf == ord("\n")
+    text_of_byte = np.cumsum(is_newline, dtype=np.int32)   # a separator's own text does not matter
+    is_space = buf == ord(" ")
+    wrong_byte = ~_CELL_OK[buf] | (is_space if not allow_sets else False)
+    bad = np.zeros(len(texts), dtype=bool)
+    bad[text_of_byte[wrong_byte]] = True
+    del text_of_byte, wrong_byte
+    seps = np.flatnonzero(is_space | is_newline)
+    starts = np.r_[0, seps + 1]
+    lens = np.r_[seps, len(buf)] - starts
+    line = np.r_[0, np.cumsum(is_newline[seps])]            # which text each token is in
+    bad[line[(lens < 1) | (lens > MAX_DIGITS)]] = True
+    keep = ~bad[line]                                       # tokens of texts of digits only
+    vals = parse_digit_fields(buf, starts[keep], lens[keep])
+    line = line[keep]
+    bad[line[(vals < 1) | (vals > M)]] = True
+    order = np.lexsort((vals, line))
+    vals, line = vals[order], line[order]
+    bad[line[1:][(vals[1:] == vals[:-1]) & (line[1:] == line[:-1])]] = True   # a region twice in one set
+    return bad
 
 
 def _parse_slice(texts: list, M: int, allow_sets: bool, code_dtype):
-    """One slice of :func:`_fast_distinct`: (positions of single-region texts, their 0-based regions,
+    """One slice of :func:`_parse_distinct`: (positions of single-region texts, their 0-based regions,
     positions of multi-region texts, their canonical keys), or None if a text is not plainly valid."""
     blob = b"\n".join(texts)
     buf = np.frombuffer(blob, dtype=np.uint8)
@@ -182,30 +216,13 @@ def intern_cells(cells: list, M: int, issues: IssueCollector, *, allow_sets: boo
     lookup = dict(zip(distinct, range(len(distinct))))
     codes = np.fromiter(map(lookup.__getitem__, cells), dtype=np.int64, count=len(cells))
     del lookup
-    fast = _fast_distinct(distinct, M, allow_sets)
-    if fast is not None:
-        key_set, sizes, members = fast
-        return key_set[codes].astype(np.int32), SetTable.from_members(M, sizes, members)
-    key_set = np.empty(len(distinct), dtype=np.int64)
-    key_error: dict[int, tuple] = {}
-    generalized: dict[tuple, int] = {}           # canonical member tuple -> set id
-    for k, text in enumerate(distinct):
-        status, payload = _parse_cell(text, M, allow_sets)
-        if status == "err":
-            key_error[k] = payload
-            key_set[k] = M
-        elif len(payload) == 0:
-            key_set[k] = M
-        elif len(payload) == 1:
-            key_set[k] = payload[0]
-        else:
-            key_set[k] = generalized.setdefault(payload, M + 1 + len(generalized))
-    if key_error:
+    key_set, sizes, members, bad = _parse_distinct(distinct, M, allow_sets)
+    if len(bad):
+        # Only the cells shown are parsed one by one, for the reason each is wrong.
         bad_key = np.zeros(len(distinct), dtype=bool)
-        bad_key[list(key_error)] = True
+        bad_key[bad] = True
         bad_rows = np.flatnonzero(bad_key[codes])
         issues.add_counted(len(bad_rows), (
-            _cell_issue(i + first_line, column, show_value(cells[i]), *key_error[int(codes[i])])
-            for i in bad_rows[:20]))
-    # the canonical tuples are sorted and in set id order
-    return key_set[codes].astype(np.int32), SetTable.from_sets(M, list(generalized))
+            _cell_issue(i + first_line, column, show_value(cells[i]), *_parse_cell(cells[i], M, allow_sets)[1])
+            for i in bad_rows[:20].tolist()))
+    return key_set[codes].astype(np.int32), SetTable.from_members(M, sizes, members)
