@@ -322,10 +322,19 @@ def results_uncertainty(results, utility_vectors: dict, attack_vectors: list, *,
         attack_vectors: see :func:`replicate_values`.
         seed: the base seed of the bootstrap.
     Returns a JSON-ready dict: ``method`` (:data:`METHOD`), ``sets`` (key -> interval of s_u,
-    s_i_min, s_t_min), ``leaderboards`` (name -> per place: interval, ``swap_next`` the
-    probability that the next place is ahead in the population (:func:`swap_probabilities`) and
-    ``tied_next`` when it is at least :data:`TIE_PROBABILITY`), ``awards`` (``name-place`` ->
-    share of bootstrap replicates in which the winner holds that place).
+    s_i_min, s_t_min), ``leaderboards`` (name -> per place: interval, ``swap_next`` and
+    ``tied_next``), ``awards`` (``name-place`` -> share of bootstrap replicates in which the winner
+    holds that place).
+
+    ``swap_next`` (None for the last place) is :func:`swap_probabilities` of this place and the next:
+    ``min(1, 2 * Phi(-gap / sd))``, with gap this place's published lead over the next (>= 0, in
+    the board's score units) and sd the standard deviation of that lead over the bootstrap
+    replicates. It is the two-sided p-value of "the two teams are equal in the population": how
+    likely a lead at least this large is between two equal teams (equal teams: 0.5 on average; a lead
+    of 4 standard deviations: 2 Phi(-4) = 0.00006; an exact tie: 1). It is not the probability that the next
+    place is ahead in the population (no such posterior is computed), nor the share of replicates in
+    which it is ahead. ``tied_next`` is ``swap_next >= TIE_PROBABILITY`` (:data:`TIE_PROBABILITY`),
+    the leaderboard's "≈".
     """
     values, cols = replicate_values(results, attack_vectors, seed=seed, replicates=replicates)
     boot = cols.bootstrap

@@ -131,7 +131,8 @@ def _results(request, contest):
 
 
 def _round_choice(request, rv: ResultsView, *, total: bool = True):
-    """``?round=N`` or ``total``; default: the last round with scored sets (the final round in 2019),
+    """``?round=N`` or ``total``; default: the weighted total once the results of a contest of several rounds
+    are final (it decides the awards), else the last round with scored sets (the final round in 2019),
     so a round that has not been played yet does not hide the published ones. Pages showing one
     round only (``total=False``) get that default for ``total`` too, and None without rounds."""
     value = request.GET.get("round", "")
@@ -146,6 +147,8 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
         pass
     if not numbers:
         return "total" if total else None
+    if False and total and len(numbers) > 1 and rv.standing and rv.standing.get("final"):
+        return "total"
     played = [n for n in numbers if rv.counts_round(n) and rv.sets(n)]
     return (played or numbers)[-1]
 
@@ -172,16 +175,31 @@ def results_page(sub: str, title: str):
 
 
 def _board_uncertainty(rv: ResultsView, name: str) -> dict:
-    """team -> {"ci": (lo, hi), "stat_tied": bool} of a leaderboard, from the snapshot's uncertainty
-    (``scoring.uncertainty.results_uncertainty``); a place is flagged when its swap probability with the
-    place above or below (the two-sided p-value of "equal in the population") is at least
-    ``tie_probability``. Empty for older snapshots."""
+    """team -> {"ci": (lo, hi), "stat_tied": bool, "swap_above", "swap_below": float or None, "swap_max",
+    "swap_title"} of a leaderboard, from the snapshot's uncertainty (``scoring.uncertainty.results_uncertainty``).
+
+    A place's swap probability with a neighbouring place is ``2 Phi(-gap / sd)`` in [0, 1], the two-sided
+    p-value of "the two teams are equal in the population" (``swap_next`` of the place above and of this
+    place); a place is flagged when either is at least ``tie_probability``. The "≈" mark shows the larger
+    and its title both. Empty for older snapshots."""
     rows = ((rv.data.get("uncertainty") or {}).get("leaderboards") or {}).get(name) or []
     out = {}
     for i, r in enumerate(rows):
         above = rows[i - 1]["tied_next"] if i > 0 else False
-        out[r["team"]] = {"ci": r["interval"], "stat_tied": bool(r["tied_next"] or above)}
+        out[r["team"]] = {"ci": r["interval"], "stat_tied": bool(r["tied_next"] or above),
+                          **_swap_mark(rows[i - 1].get("swap_next") if i > 0 else None, r.get("swap_next"))}
     return out
+
+
+def _swap_mark(above: float | None, below: float | None) -> dict:
+    """The swap probabilities of a place with the place above and below (None: no such place), the larger
+    of them and the "≈" mark's title in the page language."""
+    parts = [text % {"p": floatformat(p, 2)} for p, text in (
+        (above, _("swap probability with the place above: %(p)s")),
+        (below, _("swap probability with the place below: %(p)s"))) if p is not None]
+    known = [p for p in (above, below) if p is not None]
+    return {"swap_above": above, "swap_below": below, "swap_max": max(known) if known else None,
+            "swap_title": "; ".join([_("statistically tied"), *parts])}
 
 
 def _percent(p: float | None) -> int | None:
@@ -234,6 +252,8 @@ def _challenge_tables(request, contest, rv: ResultsView, round_no: int) -> list[
         for position, tied, s in ranked + bench:
             t = s["set"]["team"]
             srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
+                          "name": rv.names.get(t, ""),
+                          **({} if s.get("benchmark") else unc.get(t, {})),
                           "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.get("benchmark"),
                           "ci_i": _set_interval(rv, s, "s_i_min"), "ci_t": _set_interval(rv, s, "s_t_min"),
                           "benchmark": s.get("benchmark"), "s_u": s["s_u"],
@@ -314,6 +334,22 @@ def heat_cells(values: list, attempts: list[int], attempts_title) -> SafeString:
         for v, n in zip(values, attempts, strict=True)))
 
 
+def _matrix_cells(rv: ResultsView, choice, kind: AttackKind) -> tuple[list, dict]:
+    """(attackers, cells) of round ``choice``'s matrix of ``kind``: the attackers in the page's row order
+    (teams by number, then the judge's sample attacks by name) and (attacker, target set key) -> the
+    snapshot's cell (``best`` score, ``attempts``)."""
+    cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
+             if c["kind"] == kind and c["set"]["round"] == choice}
+    attackers = sorted({a for a, _k in cells},
+                       key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
+    return attackers, cells
+
+
+def _minimum_key(kind: AttackKind) -> str:
+    """The snapshot set's field holding its minimum over the attacks of ``kind``."""
+    return "s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"
+
+
 def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
     """The attack matrix of round ``choice`` for each attack kind: attacker rows (their cells' HTML,
     :func:`heat_cells`), one column per valid target set of ``targets``, the targets' minima last, and its
@@ -323,10 +359,7 @@ def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
     built = []
     for kind in AttackKind:
         metric = kind.symbol
-        cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
-                 if c["kind"] == kind and c["set"]["round"] == choice}
-        attackers = sorted({a for a, _k in cells},
-                           key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
+        attackers, cells = _matrix_cells(rv, choice, kind)
         rows = []
         values = []
         for a in attackers:
@@ -335,7 +368,7 @@ def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
             rows.append({"label": rv.team_label(a), "judge": isinstance(a, str),
                          "cells": heat_cells(row_vals, row_attempts, attempts_title)})
             values.append(row_vals)
-        minima = [s["s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"] for s in targets]
+        minima = [s[_minimum_key(kind)] for s in targets]
         built.append({
             "kind": kind, "metric": metric, "rows": rows,
             "minima": [{"value": v, "style": heat_style(v)} for v in minima],
@@ -365,7 +398,8 @@ def board_csv_columns(choice) -> list[tuple[str, object]]:
     """The leaderboard table's columns as (CSV header, value of a :func:`_board_rows` row): the page
     and its CSV show the same rows (:func:`_board_rows`) with the same columns, so the CSV carries
     what the page marks -- the "tie" badge (equal values, ordered by the tie-break), the "≈"
-    statistically tied badge, and the interval in brackets -- and the round tabs' s_U columns."""
+    statistically tied badge with its swap probabilities (with the place above and below, in [0, 1]),
+    and the interval in brackets -- and the round tabs' s_U columns."""
     def ci(i):
         return lambda r: r["ci"][i] if r.get("ci") else None
 
@@ -375,9 +409,7 @@ def board_csv_columns(choice) -> list[tuple[str, object]]:
     def valid(key):
         return lambda r: int(bool(r[key]["valid"])) if r.get(key) else None
 
-    columns = [("rank", lambda r: r["rank"]), ("tied", lambda r: int(bool(r["tied"]))),
-               ("statistically_tied", lambda r: int(bool(r.get("stat_tied")))),
-               ("team", lambda r: r["team"]), ("team_name", lambda r: r["name"]),
+    columns = [*_rank_columns(), ("team", lambda r: r["team"]), ("team_name", lambda r: r["name"]),
                ("overall", lambda r: r["overall"]), ("overall_ci_low", ci(0)), ("overall_ci_high", ci(1))]
     if choice != "total":
         columns += [("s_u_idp", s_u("idp")), ("idp_valid", valid("idp")),
@@ -388,35 +420,94 @@ def board_csv_columns(choice) -> list[tuple[str, object]]:
     return columns
 
 
+def _rank_columns() -> list[tuple[str, object]]:
+    """The rank cell's columns of both kinds of leaderboard table: the place, the "tie" badge, the "≈"
+    badge and the swap probabilities with the place above and below (empty for the first and last place
+    and for the benchmark's sets)."""
+    return [("rank", lambda r: r["rank"]), ("tied", lambda r: int(bool(r["tied"]))),
+            ("statistically_tied", lambda r: int(bool(r.get("stat_tied")))),
+            ("swap_probability_above", lambda r: r.get("swap_above")),
+            ("swap_probability_below", lambda r: r.get("swap_below"))]
+
+
+def challenge_csv_columns() -> list[tuple[str, object]]:
+    """A challenge table's columns as (CSV header, value of a :func:`_challenge_tables` row): rank and its
+    marks, the set's team, whether it is the benchmark's, s_U, validity, each minimum with the number of
+    attacks counted and its interval (as the page, only for a valid set), who reached each minimum (the
+    page's labels, in the page language) and the final submission."""
+    def ci(key, i):
+        return lambda r: r[key][i] if r.get(key) and r["valid"] else None
+
+    return [*_rank_columns(), ("team", lambda r: r["team"]), ("team_name", lambda r: r["name"]),
+            ("benchmark", lambda r: int(bool(r["benchmark"]))), ("s_u", lambda r: r["s_u"]),
+            ("valid", lambda r: int(bool(r["valid"]))),
+            ("s_i_min", lambda r: r["s_i_min"]), ("s_i_min_attacks", lambda r: r["n_i"]),
+            ("s_i_min_ci_low", ci("ci_i", 0)), ("s_i_min_ci_high", ci("ci_i", 1)),
+            ("s_t_min", lambda r: r["s_t_min"]), ("s_t_min_attacks", lambda r: r["n_t"]),
+            ("s_t_min_ci_low", ci("ci_t", 0)), ("s_t_min_ci_high", ci("ci_t", 1)),
+            ("s_i_min_by", lambda r: r["by_i"]), ("s_t_min_by", lambda r: r["by_t"]),
+            ("final_submission_at", lambda r: r["final_at"])]
+
+
+def csv_tables(tables: list[tuple[str, list, list[dict]]]) -> tuple[list[str], list[list]]:
+    """(header, rows) of one CSV holding several tables: each of ``tables`` is (name, columns as
+    (header, value of a row), rows); the CSV's first column ``table`` names a row's table and its
+    header is every table's columns in order of first appearance (a cell of another table's column
+    is empty)."""
+    header = ["table"]
+    for _name, columns, _rows in tables:
+        header += [h for h, _value in columns if h not in header]
+    out = []
+    for name, columns, rows in tables:
+        for r in rows:
+            cells = {h: value(r) for h, value in columns}
+            out.append([name, *(cells.get(h) for h in header[1:])])
+    return header, out
+
+
 def leaderboard_csv(request, slug):
-    """The leaderboard of ``?round=N`` or the weighted total, as the page shows it, as CSV."""
+    """Every table of the leaderboard page of ``?round=N`` or the weighted total, as the page shows it, as
+    one CSV: the teams' table (``table`` = "teams") and, on a round's tab, its challenge tables ("IDP",
+    "TRP")."""
     contest = get_contest(slug)
     rv, _preview = _results(request, contest)
     if rv is None:
         raise Http404("results are not published yet")
     choice = _round_choice(request, rv)
-    rows = [] if choice != "total" and not rv.counts_round(choice) else _board_rows(request, contest, rv, choice)
+    played = choice == "total" or rv.counts_round(choice)
+    tables = [("teams", board_csv_columns(choice), _board_rows(request, contest, rv, choice) if played else [])]
+    if played and choice != "total":
+        tables += [(t["short"], challenge_csv_columns(), t["rows"])
+                   for t in _challenge_tables(request, contest, rv, choice)]
     which = "total" if choice == "total" else f"round{choice}"
     status = "provisional" if rv.provisional else "final"
-    columns = board_csv_columns(choice)
-    return csv_download(f"{contest.slug}_leaderboard_{which}_{status}.csv", [name for name, _ in columns],
-                        ([value(r) for _, value in columns] for r in rows))
+    header, rows = csv_tables(tables)
+    return csv_download(f"{contest.slug}_leaderboard_{which}_{status}.csv", header, rows)
 
 
 def attack_matrix_csv(request, slug):
-    """Every (attacker, target set, kind) cell of a round's attack matrix: the best score and attempts."""
+    """A round's attack matrix as the page shows it: for each attack kind, every (attacker, target set) cell
+    with an attack (the best score and the attempts) in the page's row and column order, then the
+    "Minimum" row (each target's minimum over all attacks); attackers and targets are also named as the
+    page names them (``attacker_label``, ``target_label``, in the page language)."""
     contest = get_contest(slug)
     rv, _preview = _results(request, contest)
     if rv is None:
         raise Http404("results are not published yet")
     choice = _round_choice(request, rv, total=False)
-    cells = sorted((c for c in rv.data.get("matrix", []) if c["set"]["round"] == choice),
-                   key=lambda c: (c["kind"], c["set"]["team"], c["set"]["challenge"], str(c["attacker"])))
+    targets = [s for s in rv.sets(choice) if s["valid"]]
+    rows = []
+    for kind in AttackKind:
+        attackers, cells = _matrix_cells(rv, choice, kind)
+        grid = [(a, rv.team_label(a), s, cells.get((a, s["set"]["key"]))) for a in attackers for s in targets]
+        rows += [(kind.value, a, label, s, c["best"], c["attempts"]) for a, label, s, c in grid if c is not None]
+        rows += [(kind.value, None, _("Minimum"), s, s[_minimum_key(kind)], None) for s in targets]
     return csv_download(f"{contest.slug}_attack_matrix_round{choice}.csv",
-                        ["round", "kind", "attacker", "target_team", "target_challenge", "best", "attempts"],
-                        ([c["set"]["round"], c["kind"], c["attacker"], c["set"]["team"],
-                          CHALLENGE_SHORT.get(c["set"]["challenge"], c["set"]["challenge"]), c["best"], c["attempts"]]
-                         for c in cells))
+                        ["round", "kind", "attacker", "attacker_label", "target_team", "target_challenge",
+                         "target_label", "best", "attempts"],
+                        ([choice, kind, a, label, s["set"]["team"],
+                          CHALLENGE_SHORT.get(s["set"]["challenge"], s["set"]["challenge"]), rv.set_label(s),
+                          best, attempts] for kind, a, label, s, best, attempts in rows))
 
 
 def _label(text: str) -> str:

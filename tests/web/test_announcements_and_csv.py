@@ -101,8 +101,11 @@ def test_public_csvs_are_the_pages_rows_and_respect_the_embargo(generated, djang
     totals = {t["team"]: t for t in snap.data["team_totals"]}
     assert all(float(r["overall"]) == totals[int(r["team"])]["overall"] for r in rows)
     assert any(r["team_name"] == "'=HYPERLINK(\"http://x\")" for r in rows)  # no formula for a spreadsheet
-    cells = _rows(Client().get(f"/c/{contest.slug}/attack-matrix.csv?round=1"))
+    rows = _rows(Client().get(f"/c/{contest.slug}/attack-matrix.csv?round=1"))
+    cells = [r for r in rows if r["attacker"]]                  # the rest: each kind's minimum row
     assert len(cells) == len([c for c in snap.data["matrix"] if c["set"]["round"] == 1]) > 0
+    valid = [s for s in snap.data["sets"] if s["set"]["round"] == 1 and s["valid"]]
+    assert [r["attacker_label"] for r in rows].count("Minimum") == 2 * len(valid)
     assert {r["kind"] for r in cells} == {"reidentification", "trace_inference"}
 
 
