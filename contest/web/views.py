@@ -147,7 +147,7 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
         pass
     if not numbers:
         return "total" if total else None
-    if False and total and len(numbers) > 1 and rv.standing and rv.standing.get("final"):
+    if total and len(numbers) > 1 and rv.standing and rv.standing.get("final"):
         return "total"
     played = [n for n in numbers if rv.counts_round(n) and rv.sets(n)]
     return (played or numbers)[-1]

@@ -9,6 +9,8 @@ import re
 import pytest
 from django.template.defaultfilters import floatformat
 from django.test import Client
+from django.utils import translation
+from django.utils.translation import gettext
 
 from contest.services import results
 from tests.contest.test_round_publishing import close_attack_phase, judge_api, play, two_rounds
@@ -47,3 +49,20 @@ def test_weighted_and_unweighted_values_are_labelled(django_capture_on_commit_ca
     assert "Teams, weighted total over the rounds" in total and "Preliminary × 0.1" in total
     first_row = re.search(r'<table[^>]*id="leaderboard".*?<tbody>\s*<tr.*?</tr>', total, re.S).group(0)
     assert f"<strong>{floatformat(overall['value'], 4)}</strong>" in first_row
+
+    # after the final publish the page opens on the weighted total, which decides the awards, in both languages
+    r2 = contest.rounds.get(number=2)
+    play(r2, django_capture_on_commit_callbacks)
+    close_attack_phase(r2, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert judge_api().post(f"/api/contests/{contest.slug}/publish/", {}, format="json").status_code == 202
+    for lang, caption in (("en", "Teams, weighted total over the rounds"), ("ja", _ja("Teams, weighted total over the rounds"))):
+        public.cookies["django_language"] = lang
+        board = public.get(f"/c/{contest.slug}/leaderboard/").content.decode()
+        assert 'aria-current="page"' in re.search(r'<a href="\?round=total"[^>]*>', board).group(0), lang
+        assert caption in board and 'id="round-values-note"' not in board
+
+
+def _ja(text: str) -> str:
+    with translation.override("ja"):
+        return gettext(text)
