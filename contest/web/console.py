@@ -117,7 +117,9 @@ def console_home(request):
                 else:
                     messages.success(request, _("Contest %(name)s created.") % {"name": contest.name})
                     return redirect("web:console_contest", contest.slug)
-    ctx = {"rows": rows, "form": form, "round_form": round_form, "yaml_form": yaml_form}
+    # a failed submit is summarized at the top of the page, each problem linking to its field
+    failed = [f for f in (form, round_form, yaml_form) if f.is_bound and f.errors]
+    ctx = {"rows": rows, "form": form, "round_form": round_form, "yaml_form": yaml_form, "failed_forms": failed}
     return page(request, "web/console_home.html", ctx, nav="console")
 
 

@@ -1,0 +1,34 @@
+"""A failed "Create contest" submit is summarized at the top of the console page: a message that the contest
+was not created, each problem linking to its field, and the form posts to the summary's anchor so the
+response opens there, in both languages."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from contest.models import Contest
+from tests.web.test_pages import _console_form
+
+LEAD = {"en": "The contest was not created. Correct these fields and submit again:",
+        "ja": "コンテストは作成されませんでした。次の項目を直してもう一度送信してください:"}
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_a_failed_create_shows_a_summary_at_the_top_linking_to_the_fields(db, client_for, lang):
+    get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
+    boss = client_for("boss")
+    boss.cookies["django_language"] = lang
+    blank = boss.get("/console/").content.decode()
+    assert 'id="form-errors"' not in blank and blank.count('action="#form-errors"') == 2
+    form = _console_form(**{"c-name": "", "c-slug": "cup", "c-synthesizer": "city"})
+    r = boss.post("/console/", form)
+    page = r.content.decode()
+    assert r.status_code == 200 and not Contest.objects.filter(slug="cup").exists()
+    summary = re.search(r'<div class="msg msg-error" role="alert" id="form-errors" tabindex="-1">(.*?)</div>',
+                        page, re.S)
+    assert summary and LEAD[lang] in summary.group(1)
+    assert '<a href="#id_c-name">' in summary.group(1)
+    # the summary comes before the list of contests and the forms, right under the heading
+    assert page.index('id="form-errors"') < page.index('id="new"')
