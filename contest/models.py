@@ -383,6 +383,9 @@ class AnonymizedSet(models.Model):
     final = models.BooleanField(default=False, help_text="frozen as the final set at phase close")
     uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    #: The request that stored it (``uploads.request_key``): a retry of that request finds this row
+    #: instead of storing the upload again.
+    request_key = models.CharField(max_length=100, null=True, blank=True, unique=True, editable=False)
     # population_counts of the upload, stored by the scoring job (see Dataset.population).
     population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     # The SPEC 13 utility figures of a final valid set (TP-TV-Top50, TM-EMD, POI accuracy), stored by its
@@ -465,6 +468,9 @@ class Attack(models.Model):
     score = models.FloatField(null=True, blank=True)
     uploaded_by = models.ForeignKey(User, null=True, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
+    #: The request that stored it (``uploads.request_key``): a retry of that request finds this row
+    #: instead of storing the upload again.
+    request_key = models.CharField(max_length=100, null=True, blank=True, unique=True, editable=False)
     scored_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

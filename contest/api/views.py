@@ -1,7 +1,7 @@
 """REST API views: thin; who-may-what comes from ``contest.permissions``, work from ``contest.services``."""
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import DatabaseError, connection, transaction
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
@@ -197,16 +197,27 @@ class AnonymizedSetUpload(APIView):
         """Upload an anotraces file for dataset ``pk`` (your team's, challenge 1 or 2)."""
         ds = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=pk)
         content, name, _fields = _upload(request)
-        aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name)
-        aset.refresh_from_db()
-        return _accepted(request, S.AnonymizedSetSerializer(aset).data,
+        aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name,
+                                             key=request.headers.get("Idempotency-Key"))
+        return _accepted(request, aset, S.AnonymizedSetSerializer,
                          Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk))
 
 
-def _accepted(request, data: dict, scoring_jobs) -> Response:
-    """202 with the upload and the job that validates and scores it (for polling)."""
-    job = scoring_jobs.first()
-    data["job"] = job_data(job, request.user) if job else None
+def _accepted(request, upload, serializer_class, scoring_jobs) -> Response:
+    """202 with the upload and the job that validates and scores it (for polling).
+
+    The upload is stored when this runs, so a database failure now (a connection dropped after the
+    commit) must not make the answer an error, which would tell the client to send the upload again:
+    the answer says what is known, the upload as it was stored and no job (the job runs all the same)."""
+    try:
+        upload.refresh_from_db()
+        data = serializer_class(upload).data
+        job = scoring_jobs.first()
+        data["job"] = job_data(job, request.user) if job else None
+    except DatabaseError:
+        connection.close()  # a dropped connection stays broken until closed
+        data = {"id": upload.pk, "seq": upload.seq, "status": upload.status, "created_at": upload.created_at,
+                "job": None}
     return Response(data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -309,9 +320,8 @@ class AttackUpload(APIView):
             raise PermissionDenied("only members of a team of this contest can upload attacks")
         content, name, fields = _upload(request, S.AttackUploadSerializer)
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
-                                       content=content, name=name)
-        attack.refresh_from_db()
-        return _accepted(request, S.AttackSerializer(attack).data,
+                                       content=content, name=name, key=request.headers.get("Idempotency-Key"))
+        return _accepted(request, attack, S.AttackSerializer,
                          Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
 
 

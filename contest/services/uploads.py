@@ -21,10 +21,11 @@ pending, valid or below-``s_req`` upload does.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -128,21 +129,6 @@ def counts_towards_limit(upload) -> bool:
     return upload.status != AnonymizedSet.REJECTED  # the same status name on both models
 
 
-def final_of(sets) -> AnonymizedSet | None:
-    """The set of one data set that counts as final now, from all its uploads (any order): the frozen final
-    one, else the team's choice if scored, else the latest valid upload, else the latest scored one (SPEC 8.3).
-
-    The one rule of the dashboard, an upload's own page and the close (``judge.final_choice``). Decision
-    (SPEC silent): a team with scored uploads but none valid has its latest one frozen as final, so the
-    results show its s_U (it scores 0 as an invalid set either way). Rejected uploads are never final.
-    """
-    newest_first = sorted(sets, key=lambda s: -s.seq)
-    frozen = next((s for s in newest_first if s.final), None)
-    scored = [s for s in newest_first if s.status in (AnonymizedSet.VALID, AnonymizedSet.INVALID)]
-    return (frozen or next((s for s in scored if s.selected), None)
-            or next((s for s in scored if s.status == AnonymizedSet.VALID), None) or next(iter(scored), None))
-
-
 def counted_anonymized_sets(dataset: Dataset) -> int:
     """How many of ``dataset``'s anonymized-set uploads count towards the upload limit."""
     return AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
@@ -153,47 +139,83 @@ def counted_attacks(attacker: Team, target: PublicSet, kind: str) -> int:
     return Attack.objects.filter(attacker=attacker, target=target, kind=kind).exclude(status=Attack.REJECTED).count()
 
 
-def retry_once_if_connection_dropped(store: Callable[[], T]) -> T:
+def request_key(user, client_key: str | None = None) -> str:
+    """The key that marks one upload request's row (``request_key``, unique), so that storing it twice
+    finds the first row instead of making a second upload.
+
+    The client's ``Idempotency-Key``, when it sends one, is kept per user (another user's key never finds
+    this user's upload) and holds across the client's own retries; otherwise a key of its own for this
+    request, which holds across the server's retry of it (:func:`retry_once_if_connection_dropped`).
+    """
+    own = (client_key or "").strip()[:64] or f"request-{uuid.uuid4().hex}"
+    return f"{getattr(user, 'pk', None)}:{own}"
+
+
+def retry_once_if_connection_dropped(store: Callable[[], T], committed: Callable[[], T | None] = lambda: None) -> T:
     """``store()`` (one whole transaction storing an upload), run again once on a fresh connection if the
     database dropped the connection under it (a restart, a failover, ``pg_terminate_backend``).
 
-    The failed transaction was rolled back whole, so the second run starts from nothing and the upload is
-    stored once or not at all; a second failure is a :class:`RuleViolation` with status 503 saying the upload
-    was not stored (never a silent loss).
+    ``committed()`` looks the request's upload up by its key (:func:`request_key`) before each try: a
+    failure can come after the commit (the commit's own answer lost with the connection), and then the
+    row is there and is the answer; the unique key keeps a second row out even if the look-up missed it.
+    A failed transaction was rolled back whole, so a second try stores the upload once or not at all; a
+    second failure is a :class:`RuleViolation` with status 503 saying the upload was not stored (never a
+    silent loss, and the look-up on a new connection has found no row of it).
     (Django's ``is_usable()`` still answered True for the dropped connection here, so it cannot tell
     a drop from another error: any database error is retried once.)
     Inside a caller's transaction (a test, a command) nothing is retried: that transaction is lost anyway.
     """
     if transaction.get_connection().in_atomic_block:
-        return store()
-    try:
-        return store()
-    except (OperationalError, InterfaceError) as exc:
-        # Any database error of the connection, not only a drop (a lock timeout too): the transaction was
-        # rolled back whole, so running it once more cannot store anything twice.
-        log.warning("the database failed under an upload (%s); storing it again once on a new connection", exc)
-        connection.close()
-    try:
-        return store()
-    except (OperationalError, InterfaceError) as exc:
-        connection.close()
-        raise RuleViolation("the database could not be reached; the upload was not stored: send it again "
-                            "in a minute", status=503) from exc
+        return committed() or store()
+    for attempt in (1, 2):
+        try:
+            return committed() or store()
+        except IntegrityError:
+            found = committed()  # the key's row came in between (the client sent the request twice at once)
+            if found is None:
+                raise
+            return found
+        except (OperationalError, InterfaceError) as exc:
+            connection.close()
+            if attempt == 1:
+                log.warning("the database failed under an upload (%s); storing it again once on a new "
+                            "connection", exc)
+                continue
+            try:
+                found = committed()
+            except (OperationalError, InterfaceError):
+                connection.close()
+                found = None
+            if found is not None:
+                return found
+            raise RuleViolation("the database could not be reached; the upload was not stored: send it again "
+                                "in a minute", status=503) from exc
+    raise AssertionError("unreachable")
+
+
+def _by_key(model, key: str):
+    """A look-up of the request's upload by its key, for :func:`retry_once_if_connection_dropped`."""
+    return lambda: model.objects.filter(request_key=key).first()
 
 
 # ----- anonymized sets -------------------------------------------------------------
-def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=None) -> AnonymizedSet:
-    """Store an anotraces upload (``content``: bytes or a binary file) and queue its validation and utility scoring."""
+def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=None,
+                          key: str | None = None) -> AnonymizedSet:
+    """Store an anotraces upload (``content``: bytes or a binary file) and queue its validation and utility scoring.
+
+    ``key``: the client's idempotency key; a request sent again with it answers with the upload it stored."""
     decision = permissions.can_upload_anonymized(user, dataset)
     if not decision:
         raise NotAllowed(decision.reason)
     contest = dataset.round.contest
     _require_open(dataset.round, Phase.ANONYMIZATION, now)     # early answer; checked again under the lock
     _check_size(contest, content, name)
-    return retry_once_if_connection_dropped(lambda: _store_anonymized_set(user, dataset, content, name, now))
+    key = request_key(user, key)
+    return retry_once_if_connection_dropped(lambda: _store_anonymized_set(user, dataset, content, name, now, key),
+                                            _by_key(AnonymizedSet, key))
 
 
-def _store_anonymized_set(user, dataset: Dataset, content, name: str, now) -> AnonymizedSet:
+def _store_anonymized_set(user, dataset: Dataset, content, name: str, now, key: str | None = None) -> AnonymizedSet:
     """One transaction of :func:`submit_anonymized_set`: the limit, the stored file, the row, the job."""
     contest = dataset.round.contest
     with transaction.atomic():
@@ -206,7 +228,7 @@ def _store_anonymized_set(user, dataset: Dataset, content, name: str, now) -> An
         seq = (AnonymizedSet.objects.filter(dataset=dataset).aggregate(n=Max("seq"))["n"] or 0) + 1
         stored = storage.store_upload(content, name, user=user)
         aset = AnonymizedSet.objects.create(dataset=dataset, team=dataset.team, seq=seq, file=stored,
-                                            uploaded_by=user, created_at=checked_at)
+                                            uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
                      dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
         jobs.create_job("score_anonymized", contest=contest, user=user, anonymized_set_id=aset.pk)
@@ -304,8 +326,9 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
 
 # ----- attacks -------------------------------------------------------------------------
 def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content, name: str,
-                  now=None) -> Attack:
-    """Store an etable/etraces upload against ``target`` and queue its scoring."""
+                  now=None, key: str | None = None) -> Attack:
+    """Store an etable/etraces upload against ``target`` and queue its scoring (``key``: as for
+    :func:`submit_anonymized_set`)."""
     if kind not in (Attack.ETABLE, Attack.ETRACES):
         raise RuleViolation(f"unknown attack kind {kind!r}; expected etable or etraces", status=400)
     decision = permissions.can_upload_attack(user, attacker, target)
@@ -315,10 +338,13 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
     contest = round_.contest
     _require_open(round_, Phase.ATTACK, now)                   # early answer; checked again under the lock
     _check_size(contest, content, name)
-    return retry_once_if_connection_dropped(lambda: _store_attack(user, attacker, target, kind, content, name, now))
+    key = request_key(user, key)
+    return retry_once_if_connection_dropped(
+        lambda: _store_attack(user, attacker, target, kind, content, name, now, key), _by_key(Attack, key))
 
 
-def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, name: str, now) -> Attack:
+def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, name: str, now,
+                  key: str | None = None) -> Attack:
     """One transaction of :func:`submit_attack`: the limit, the stored file, the row, the job."""
     round_ = target.dataset.round
     contest = round_.contest
@@ -333,7 +359,7 @@ def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, n
                .aggregate(n=Max("seq"))["n"] or 0) + 1
         stored = storage.store_upload(content, name, user=user)
         attack = Attack.objects.create(attacker=attacker, target=target, kind=kind, seq=seq, file=stored,
-                                       uploaded_by=user, created_at=checked_at)
+                                       uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
         jobs.create_job("score_attack", contest=contest, user=user, attack_id=attack.pk)
