@@ -129,6 +129,21 @@ def counts_towards_limit(upload) -> bool:
     return upload.status != AnonymizedSet.REJECTED  # the same status name on both models
 
 
+def final_of(sets) -> AnonymizedSet | None:
+    """The set of one data set that counts as final now, from all its uploads (any order): the frozen final
+    one, else the team's choice if scored, else the latest valid upload, else the latest scored one (SPEC 8.3).
+
+    The one rule of the dashboard, an upload's own page and the close (``judge.final_choice``). Decision
+    (SPEC silent): a team with scored uploads but none valid has its latest one frozen as final, so the
+    results show its s_U (it scores 0 as an invalid set either way). Rejected uploads are never final.
+    """
+    newest_first = sorted(sets, key=lambda s: -s.seq)
+    frozen = next((s for s in newest_first if s.final), None)
+    scored = [s for s in newest_first if s.status in (AnonymizedSet.VALID, AnonymizedSet.INVALID)]
+    return (frozen or next((s for s in scored if s.selected), None)
+            or next((s for s in scored if s.status == AnonymizedSet.VALID), None) or next(iter(scored), None))
+
+
 def counted_anonymized_sets(dataset: Dataset) -> int:
     """How many of ``dataset``'s anonymized-set uploads count towards the upload limit."""
     return AnonymizedSet.objects.filter(dataset=dataset).exclude(status=AnonymizedSet.REJECTED).count()
