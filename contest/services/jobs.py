@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from datetime import timedelta
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import OperationalError, connections, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
 from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -138,7 +139,10 @@ def send(job: Job) -> None:
     if batch is not None:
         transaction.on_commit(lambda: batch.append((job.pk, job.kind)))
         return
-    transaction.on_commit(lambda: dispatch(job.pk, job.kind))
+    # Robust: what the transaction stored is committed whatever the send does, so a failure here (a
+    # connection dropped just after the commit) is logged, never raised into the caller as if the
+    # transaction had failed (an upload would be stored again); the sweep sends the job.
+    transaction.on_commit(lambda: dispatch(job.pk, job.kind), robust=True)
 
 
 _HELD = threading.local()
@@ -191,8 +195,13 @@ def dispatch(job_id: int, kind: str) -> bool:
     except BROKER_ERRORS as exc:
         log.warning("job %s not sent, the broker is unreachable (%s); the sweep sends it later", job_id, exc)
         return False
-    Job.objects.filter(pk=job_id).update(sent_at=timezone.now(), sends=F("sends") + 1,
-                                         celery_id=getattr(result, "id", "") or "")
+    try:
+        Job.objects.filter(pk=job_id).update(sent_at=timezone.now(), sends=F("sends") + 1,
+                                             celery_id=getattr(result, "id", "") or "")
+    except DatabaseError as exc:  # sent, not recorded: the sweep may send it again, a harmless duplicate
+        log.warning("job %s sent but its send not recorded (%s)", job_id, exc)
+        if not transaction.get_connection().in_atomic_block:
+            connections.close_all()  # a dropped connection stays broken until closed
     return True
 
 
@@ -221,10 +230,14 @@ def execute(job_id: int) -> str:
     now = timezone.now()
     token = uuid.uuid4().hex
     claimable = Q(status=Job.QUEUED) | Q(status=Job.RUNNING, heartbeat_at__lt=now - stale_after())
-    claimed = Job.objects.filter(claimable, pk=job_id, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS).update(
-        status=Job.RUNNING, claim=token, attempts=F("attempts") + 1, started_at=Coalesce("started_at", Value(now)),
-        heartbeat_at=now, error="")
-    job = Job.objects.filter(pk=job_id).first()
+    try:
+        claimed = Job.objects.filter(claimable, pk=job_id, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS).update(
+            status=Job.RUNNING, claim=token, attempts=F("attempts") + 1,
+            started_at=Coalesce("started_at", Value(now)), heartbeat_at=now, error="")
+        job = Job.objects.filter(pk=job_id).first()
+    except TRANSIENT_DATABASE_ERRORS as exc:  # the job's row is as it was: a later delivery claims it
+        _close_connections()
+        raise TransientJobError(str(exc)) from exc
     if job is None:
         log.warning("job %s vanished", job_id)
         return "missing"
@@ -237,23 +250,48 @@ def execute(job_id: int) -> str:
     except SoftTimeLimitExceeded as exc:  # Celery's soft limit: the same input would run too long again
         _fail(job, exc, token, message=f"failed: ran past its time limit of {settings.TRACECUP_JOB_TIME_LIMIT} s")
         return Job.FAILED
-    except OperationalError as exc:  # database locked / connection dropped: worth a retry
-        # A dropped connection stays broken until closed; the next query opens a new one. (Not inside
-        # a caller's transaction: an eager run in a test or command keeps its own.)
-        if not transaction.get_connection().in_atomic_block:
-            connections.close_all()
-        if job.attempts < settings.TRACECUP_JOB_MAX_ATTEMPTS:
-            mine.update(status=Job.QUEUED, message=f"retrying after: {exc}"[:300])
-            raise TransientJobError(str(exc)) from exc
-        _fail(job, exc, token)
-        return Job.FAILED
+    except TRANSIENT_DATABASE_ERRORS as exc:  # database locked / connection dropped: worth a retry
+        # The database's fault, not the job's: the attempt is given back (attempts count the job's own
+        # failures and its workers' deaths), so drops however many never fail it for good. Celery retries
+        # it soon; if those retries run out too, the sweep sends it again after its back-off.
+        _close_connections()
+        _update_despite_drops(mine, status=Job.QUEUED, attempts=F("attempts") - 1,
+                              message=f"retrying after a database error: {exc}"[:300])
+        raise TransientJobError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - a bug or bad data: fail the job visibly, never loop or kill the worker
         _fail(job, exc, token)
         return Job.FAILED
-    mine.update(status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
-                message=(message or "done")[:300], heartbeat_at=timezone.now())
+    _update_despite_drops(mine, status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
+                          message=(message or "done")[:300], heartbeat_at=timezone.now())
     site_state.changed()  # a job's end is part of the pages' stamp
     return Job.SUCCEEDED
+
+
+#: Errors of the database's connection or state, not of a job's input: the job is worth running again.
+TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
+
+
+def _close_connections() -> None:
+    """Close this thread's connections so the next query opens a new one (a dropped connection stays
+    broken until closed); not inside a caller's transaction (an eager run in a test or command keeps its own)."""
+    if not transaction.get_connection().in_atomic_block:
+        connections.close_all()
+
+
+def _update_despite_drops(rows, tries: int = 5, **fields) -> None:
+    """``rows.update(**fields)``, tried again on a new connection while the database drops connections.
+
+    The job's own end (or its hand-back) must be written: left running, the job would be taken for a dead
+    worker's and cost an attempt. If every try fails, that is what happens (the sweep's re-queue)."""
+    for n in range(tries):
+        try:
+            rows.update(**fields)
+            return
+        except TRANSIENT_DATABASE_ERRORS:
+            if n == tries - 1 or transaction.get_connection().in_atomic_block:
+                raise
+            _close_connections()
+            time.sleep(0.2 * (n + 1))
 
 
 def stale_after() -> timedelta:
