@@ -81,6 +81,8 @@ MIDDLEWARE = [
     # Outermost but one: every answer carries the policy, also those made before a view runs (the 413 of
     # an oversized upload, Django's 400 for a bad Host header, a stored public page, a static file).
     "csp.middleware.CSPMiddleware",
+    # A lost database connection answers 503 with Retry-After, not 500, whichever layer inside met it.
+    "contest.db_unavailable.DatabaseUnavailableMiddleware",
     # Before anything reads a body: 413 for requests past TRACECUP_MAX_REQUEST_BYTES.
     "contest.upload_limits.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
