@@ -221,7 +221,8 @@ def test_dropped_database_connections_under_a_job_are_retried(worker_env, fast_s
     wait_until(lambda: Job.objects.filter(pk=job.pk, status__in=(Job.SUCCEEDED, Job.FAILED)).exists(),
                "generation finished after the dropped connections", timeout=240, sweep=True, workers=worker_env)
     job.refresh_from_db()
-    assert (job.status, job.attempts) == (Job.SUCCEEDED, 2), job.message
+    # The lost connection's attempt is given back (the database's fault, not the job's): one attempt counted.
+    assert (job.status, job.attempts) == (Job.SUCCEEDED, 1), job.message
     assert_generation_complete(contest, tmp_path)
 
 
