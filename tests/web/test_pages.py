@@ -285,7 +285,7 @@ def test_console_says_why_a_contest_cannot_be_created(db, client_for, monkeypatc
     monkeypatch.setattr(ContestForm, "validate_unique", lambda self: None)
     r = boss.post("/console/", {**form, "c-name": "Second Cup"})
     assert r.status_code == 200 and not Contest.objects.filter(name="Second Cup").exists()
-    assert "The contest could not be created: contest: a contest with slug &#x27;cup&#x27; already exists" in _html(r)
+    assert "The contest could not be created: contest.slug: a contest with slug &#x27;cup&#x27; already exists" in _html(r)
 
 
 def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capture_on_commit_callbacks):
