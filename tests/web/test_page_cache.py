@@ -213,9 +213,15 @@ def test_unknown_query_parameters_are_served_the_stored_page(closed, client):
     assert client.get(f"{url}?round=nonsense")["X-Page-Cache"] == "hit"  # read as the default round
 
 
-def test_renders_per_client_are_limited_and_others_are_still_served(closed, settings):
+def test_renders_per_client_are_limited_and_others_are_still_served(closed, settings, monkeypatch):
+    """The limit counts in the clock's minutes: the test's clock stands at the last second of one (a run
+    that straddled a real minute's turn saw a 200 among the 429s), then turns to the next."""
+    import types
+
     from django.test import Client
     settings.TRACECUP_PAGE_RENDERS_PER_MINUTE = 10
+    clock = types.SimpleNamespace(time=lambda: 29_000_000 * 60 + 59.9)
+    monkeypatch.setattr(page_cache, "time", clock)
     busy, other = Client(REMOTE_ADDR="203.0.113.4"), Client(REMOTE_ADDR="198.51.100.8")
     url = f"/c/{closed.slug}/leaderboard/"
     assert other.get(url).status_code == 200  # stored now
@@ -225,6 +231,9 @@ def test_renders_per_client_are_limited_and_others_are_still_served(closed, sett
     assert limited.status_code == 429 and limited["Retry-After"] == "60"
     assert busy.get(url).status_code == 200  # a stored page is still served to it
     assert other.get(f"{url}?round=1").status_code == 200
+    clock.time = lambda: 29_000_001 * 60.0  # the next minute: ten renders again, then 429
+    statuses = [busy.get(f"{url}?round={n}").status_code for n in range(30, 42)]
+    assert statuses[:10] == [200] * 10 and set(statuses[10:]) == {429}
 
 
 def test_the_team_dashboard_is_private_to_the_browser(closed, client_for):
