@@ -24,12 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, models, transaction
+from django.utils import timezone
 
 #: The states built so far in this test process: key -> :class:`Snapshot`.
 _BUILT: dict[Any, Snapshot] = {}
@@ -43,20 +45,25 @@ def _tables() -> list[type[models.Model]]:
 
 @dataclass
 class _Rows:
-    """The rows one table gained: its concrete fields and each row's values in their database form."""
+    """The rows of one table: its concrete fields and each row's values as the model reads them."""
     model: type[models.Model]
     fields: list[models.Field]
     rows: list[tuple] = field(default_factory=list)
 
-    def insert(self) -> None:
+    def insert(self, later: timedelta) -> None:
+        """INSERT every row, each time ``later`` than it was built (see :meth:`Snapshot.restore`)."""
         if not self.rows:
             return
         quote = connection.ops.quote_name
         columns = ", ".join(quote(f.column) for f in self.fields)
         marks = ", ".join(["%s"] * len(self.fields))
         sql = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608 - names from the models
+        moved = [isinstance(f, models.DateTimeField) for f in self.fields]
         with connection.cursor() as cursor:
-            cursor.executemany(sql, self.rows)
+            cursor.executemany(sql, [
+                tuple(f.get_db_prep_save(v + later if move and v is not None else v, connection)
+                      for f, v, move in zip(self.fields, row, moved, strict=True))
+                for row in self.rows])
 
 
 @dataclass
@@ -66,12 +73,18 @@ class Snapshot:
     tables: list[_Rows]
     result: Any
     bundles: dict[str, bytes]
+    built_at: datetime
 
     def restore(self) -> Any:
         """Insert the rows into the current (test) transaction and write the bundle files into the
-        current bundle folder; returns the build's result, read anew."""
+        current bundle folder; returns the build's result, read anew.
+
+        Every time in the rows moves by the time since the build, so the state is as old now as it
+        was when built: a phase that opened an hour before is still an hour open, and a job queued a
+        moment before is not stale to the sweep (a job's age decides whether it is sent again)."""
+        later = timezone.now() - self.built_at
         for table in self.tables:  # foreign keys are checked at commit (deferred), so any order does
-            table.insert()
+            table.insert(later)
         folder = Path(settings.TRACECUP_BUNDLE_DIR)
         for name, content in self.bundles.items():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -88,13 +101,9 @@ def _bundle_files() -> dict[str, bytes]:
 
 
 def _copy_rows(model: type[models.Model]) -> _Rows:
-    """Every row of ``model``, each value prepared as an INSERT would send it (JSON adapted, times
-    made aware...)."""
+    """Every row of ``model``, as the model reads its values (prepared for the INSERT at each restore)."""
     fields = list(model._meta.concrete_fields)
-    copied = _Rows(model, fields)
-    for values in model._base_manager.order_by("pk").values_list(*[f.attname for f in fields]):
-        copied.rows.append(tuple(f.get_db_prep_save(v, connection) for f, v in zip(fields, values, strict=True)))
-    return copied
+    return _Rows(model, fields, list(model._base_manager.order_by("pk").values_list(*[f.attname for f in fields])))
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,8 @@ def built_once(key: Any, build: Callable[[], Any], base: frozenset[type[models.M
             return snapshot.restore()
     files_before = _bundle_files()
     result = build()
+    built_at = timezone.now()
     tables = [_copy_rows(m) for m in _tables() if m not in base and m._base_manager.exists()]
     bundles = {name: content for name, content in _bundle_files().items() if files_before.get(name) != content}
-    _BUILT[key] = Snapshot(tables, _keep_result(result), bundles)
+    _BUILT[key] = Snapshot(tables, _keep_result(result), bundles, built_at)
     return result
