@@ -40,9 +40,14 @@ demo-reset: $(STAMP)
 	rm -rf var
 	$(PY) manage.py demo
 
+# One test process per core (pytest-xdist; tests/conftest.py gives each its own test database, broker
+# and cache databases); --dist loadfile keeps a file's tests in one process, so module-scoped fixtures
+# (trained models, generated sets) are built once.
+PARALLEL ?= -n auto --dist loadfile
+
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
 
 # The inner loop: the judge's and the synthesizers' tests and the platform's unit and page tests, without
 # the ones marked slow (statistical checks, whole rounds), integration (real workers) or browser.
@@ -50,7 +55,7 @@ CHECK_MARKERS := not slow and not integration and not browser
 
 check: $(DEV_STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) -q -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
 	$(PY) -m bench.judge

@@ -1,6 +1,6 @@
 """Shared fixtures. The 2019 public data is read in place from ../shared (never copied).
 
-The suite runs in parallel processes (pytest-xdist, ``-n`` in pytest.ini). Each has its own test
+``make test`` runs the suite in parallel processes (pytest-xdist, the Makefile's ``PARALLEL``). Each has its own test
 database (pytest-django names it ``test_<name>_gw<N>``) and, set here before any test runs, its own
 Redis database for the broker and a Redis cache: the tests' real Celery workers purge and consume
 their broker queues, and every test clears the cache, which must not reach another process's test.
