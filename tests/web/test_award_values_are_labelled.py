@@ -18,6 +18,7 @@ from tests.contest.test_round_publishing import close_attack_phase, judge_api, p
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_weighted_and_unweighted_values_are_labelled(django_capture_on_commit_callbacks):
     contest = two_rounds()
     r1 = contest.rounds.get(number=1)
