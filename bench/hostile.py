@@ -69,7 +69,9 @@ class Stack:
                         DJANGO_SETTINGS_MODULE="contest.settings", PYTHONUNBUFFERED="1",
                         # production settings, on plain HTTP on loopback
                         TRACECUP_PRODUCTION="1", DEBUG="0", SECRET_KEY="bench-hostile-" + os.urandom(32).hex(),
-                        ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0", TRACECUP_TRUSTED_PROXY="1")
+                        ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0", TRACECUP_TRUSTED_PROXY="1",
+                        # the inputs are posted back to back by one user: the API's rates would refuse them
+                        TRACECUP_API_UPLOAD_RATE="0", TRACECUP_API_USER_RATE="0", TRACECUP_API_ANON_RATE="0")
         self.proxy: edge.Nginx | None = None
         self.users = users
         self.procs: list[subprocess.Popen] = []

@@ -254,12 +254,34 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "contest.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    # Request rates (contest.api.throttles): per client address, per user, and upload bursts; the rates
+    # are TRACECUP_API_THROTTLE_RATES below, read at each request.
+    "DEFAULT_THROTTLE_CLASSES": ["contest.api.throttles.AnonThrottle", "contest.api.throttles.UserThrottle"],
+}
+
+
+def _rate(name: str, production_default: str) -> str | None:
+    """A rate (``"120/min"``) from the environment; ``""`` or ``"0"`` is no limit. The default limits only in
+    production: the demo, the tests and the benchmarks send everything from one address and one user."""
+    value = env.str(name, default=production_default if PRODUCTION else "").strip()
+    return None if value in ("", "0") else value
+
+
+#: The API's request rates (contest.api.throttles, 429 with Retry-After past them): ``anon`` per client
+#: address without a user, ``user`` per signed-in user, ``uploads`` per user on the upload endpoints.
+TRACECUP_API_THROTTLE_RATES = {
+    "anon": _rate("TRACECUP_API_ANON_RATE", "120/min"),
+    "user": _rate("TRACECUP_API_USER_RATE", "600/min"),
+    "uploads": _rate("TRACECUP_API_UPLOAD_RATE", "10/min"),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "TraceCup API",
     "DESCRIPTION": "Location-trace anonymization contest (PWS Cup 2019 kind): "
                    "data downloads, anonymized-set and attack uploads, jobs, scores and results. "
-                   "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/).",
+                   "Authenticate with `Authorization: Token <key>` (POST /api/auth/token/). "
+                   "Requests are rate-limited per client address, per user and, on the upload endpoints, "
+                   "per user again; past a rate the answer is 429 with `Retry-After` (seconds) and the error "
+                   "code `throttled`.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

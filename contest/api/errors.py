@@ -1,6 +1,8 @@
 """Errors as JSON: ``{"error": {"code", "message", "issues": [{line, column, value, message}]}}``."""
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from django.views import defaults
@@ -43,6 +45,8 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) or None)
+    if isinstance(exc, exceptions.Throttled):
+        return throttled_response(exc)
     response = drf_handler(exc, context)
     if response is None:
         return None
@@ -55,6 +59,17 @@ def exception_handler(exc, context):
             message = "; ".join(f"{i['field']}: {i['message']}" if i["field"] else i["message"] for i in issues)
         response.data = {"error": {"code": exc.default_code if hasattr(exc, "default_code") else "error",
                                    "message": message, "issues": issues}}
+    return response
+
+
+def throttled_response(exc: exceptions.Throttled) -> Response:
+    """429 of a request past its rate (``contest.api.throttles``): ``Retry-After`` in whole seconds (at
+    least 1, so a client that waits as told is answered), and the same figure in the body for scripts
+    that read only JSON."""
+    seconds = max(1, math.ceil(exc.wait or 1))
+    response = error_response("throttled", f"too many requests; try again in {seconds} seconds",
+                              status.HTTP_429_TOO_MANY_REQUESTS, retry_after=seconds)
+    response["Retry-After"] = str(seconds)
     return response
 
 

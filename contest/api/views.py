@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 
 from contest import permissions, selectors
 from contest.api import serializers as S
+from contest.api import throttles
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import announcements as announcements_service
 from contest.services import results as results_service
@@ -191,6 +192,7 @@ class FileDownload(APIView):
 class AnonymizedSetUpload(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = throttles.UPLOADS
 
     @extend_schema(request=S.UploadSerializer, responses={202: S.AnonymizedSetSerializer})
     def post(self, request, pk):
@@ -310,6 +312,7 @@ class AnonymizedSetSelect(APIView):
 class AttackUpload(APIView):
     permission_classes = [IsAuthenticated]
     parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = throttles.UPLOADS
 
     @extend_schema(request=S.AttackUploadSerializer, responses={202: S.AttackSerializer})
     def post(self, request, pk):
@@ -423,6 +426,7 @@ class RoundTraining(_OrganizerCommand):
     """The organizer's own training data of a round (contest.services.training_data): organizers only."""
 
     parser_classes = [MultiPartParser, FormParser]
+    throttle_classes = throttles.UPLOADS
 
     def _summary(self, rnd) -> dict:
         return {"training": training_data.training_summary(rnd), "synthesizer": synthesizer_summary(rnd.manifest or {})}
@@ -642,6 +646,7 @@ class ObtainToken(ObtainAuthToken):
     """
 
     permission_classes = [AllowAny]  # anyone may try to log in (django-axes throttles the failures)
+    throttle_classes = throttles.DEFAULT  # DRF's view has none; wrong passwords are django-axes's
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "request": self.request._request}
