@@ -12,6 +12,7 @@ class ContestConfig(AppConfig):
         from django.conf import settings  # local: Django's app loading, see above
 
         import contest.secret_key  # noqa: F401  # local: registers its deploy check, whatever the settings
+        import contest.services.accounts  # noqa: F401  # local: its signal replaces a token on a new password
         import contest.tasks  # noqa: F401  # local: imports every service and model
         from contest.settings import make_local_folders  # local: Django's app loading
 

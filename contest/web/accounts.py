@@ -1,6 +1,6 @@
 """Accounts and teams as contest sites have them: password reset by e-mail and password change
 (Django's own views, through the configured mail backend, in the page language, throttled like the
-login), the account page (e-mail, language, API token), and a team's page (members, invitation code,
+login), the account page (e-mail, language, API token and its revocation), and a team's page (members, invitation code,
 renaming until the first upload; an organizer removes a member). Every change is audited."""
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from contest import permissions
 from contest.lockout import throttled, throttled_response
 from contest.models import Membership, Team
-from contest.services import audit, teams
+from contest.services import accounts, audit, teams
 
 from .common import frame_context, get_contest, page, require, set_language_cookie
 from .forms import AccountForm, TeamNameForm
@@ -108,9 +108,19 @@ def account(request):
         response = redirect("web:account")
         set_language_cookie(response, form.cleaned_data["language"])
         return response
-    token = Token.objects.filter(user=user).first() or Token.objects.create(user=user)
+    # No token is made here: after a revocation the page says there is none until its owner asks for one.
+    token = Token.objects.filter(user=user).first()
     ctx = {"form": form, "token": token, "api_root": request.build_absolute_uri("/api/")}
     return page(request, "web/account.html", ctx, nav="account")
+
+
+@login_required
+@require_POST
+def revoke_token(request):
+    """The API token stops working and none replaces it (a leaked token, a script retired)."""
+    if accounts.revoke_token(request.user):
+        messages.success(request, _("Your API token was revoked: scripts using it are refused."))
+    return redirect(reverse("web:account") + "#token")
 
 
 # ---------------------------------------------------------------- a team's page

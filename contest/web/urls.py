@@ -21,6 +21,7 @@ urlpatterns = [
     path("token/", views.api_token, name="token"),
     path("account/", accounts.account, name="account"),
     path("account/password/", accounts.PasswordChangeView.as_view(), name="password_change"),
+    path("account/token/revoke/", accounts.revoke_token, name="token_revoke"),
     path("password-reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
     path("password-reset/sent/", accounts.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path("password-reset/<uidb64>/<token>/", accounts.PasswordResetConfirmView.as_view(), name="password_reset_confirm"),

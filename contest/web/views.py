@@ -29,6 +29,7 @@ from rest_framework.authtoken.models import Token
 from contest import permissions
 from contest.models import IDP, TRP, Contest
 from contest.selectors import visible_snapshot
+from contest.services import accounts as accounts_service
 from contest.services import announcements, results, teams
 from scoring.results import (
     DECIDED_BY_SCORE,
@@ -654,8 +655,7 @@ def join_team(request):
 @login_required
 def api_token(request):
     if request.method == "POST":
-        Token.objects.filter(user=request.user).delete()
-        token = Token.objects.create(user=request.user)
+        accounts_service.new_token(request.user)
         messages.success(request, _("A new token was created; the old one no longer works."))
         back = request.POST.get("next", "")  # the account page's form comes back to it
         return redirect(back if back.startswith(reverse("web:account")) else "web:token")
