@@ -11,11 +11,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_handler
 
-from contest.services.announcements import AnnouncementError
-from contest.services.results import PublishError
-from contest.services.schedule import ScheduleError
-from contest.services.setup import SetupError
-from contest.services.uploads import RuleViolation
+from contest.services.errors import ServiceError
 
 
 def error_body(code: str, message: str, issues=None, **extra) -> dict:
@@ -30,17 +26,8 @@ def error_response(code: str, message: str, http_status: int, issues=None, **ext
 
 
 def exception_handler(exc, context):
-    if isinstance(exc, RuleViolation):
-        code = {403: "forbidden", 413: "too_large", 429: "limit_reached", 400: "bad_request",
-                503: "database_unavailable"}.get(exc.status, "rule_violation")
-        return error_response(code, str(exc), exc.status, exc.issues)
-    if isinstance(exc, (ScheduleError, PublishError)):
-        code = "schedule_conflict" if isinstance(exc, ScheduleError) else "not_publishable"
-        return error_response(code, str(exc), status.HTTP_409_CONFLICT)
-    if isinstance(exc, AnnouncementError):
-        return error_response("invalid", str(exc), status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, SetupError):
-        return error_response("invalid_contest_file", str(exc), status.HTTP_400_BAD_REQUEST, exc.issues)
+    if isinstance(exc, ServiceError):  # a service's refusal states its own code and status
+        return error_response(exc.code, str(exc), exc.status, exc.issues)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

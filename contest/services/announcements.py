@@ -13,10 +13,13 @@ from django.db import transaction
 
 from contest.models import Announcement, Contest
 from contest.services import audit, jobs
+from contest.services.errors import ServiceError
 
 
-class AnnouncementError(ValueError):
+class AnnouncementError(ServiceError, ValueError):
     """An announcement that cannot be made (empty title or text); the message says why."""
+
+    code = "invalid"
 
 
 def announce(contest: Contest, *, title: str, body: str, user=None, email: bool = True) -> Announcement:

@@ -38,6 +38,7 @@ from django.utils.translation import gettext_lazy
 
 from contest.models import Contest
 from contest.services import capacity, parameters
+from contest.services.errors import ServiceError
 
 #: The largest contest file read (bytes of UTF-8): a real one is a few kB (contest/example_contest.yaml).
 MAX_CONTEST_FILE_BYTES = 256 * 1024
@@ -66,20 +67,22 @@ _USERNAME = re.compile(r"^[\w.@+-]+\Z")
 _FIELD = re.compile(r"^([\w.\[\]-]+): (.*)$", re.S)
 
 
-class SetupError(ValueError):
+class SetupError(ServiceError, ValueError):
     """A contest file that cannot be used: ``issues`` ``[{"field", "message"}]`` (``field`` the path, "" for the
     whole file); ``str()`` joins them as ``field: message; ...``, at most :data:`MAX_ERROR_CHARS` characters.
 
     Built from a list of ``(field, message)`` or from one text, whose leading ``path: `` becomes its field.
     """
 
+    code = "invalid_contest_file"
+
     def __init__(self, problems):
         if isinstance(problems, str):
             m = _FIELD.match(problems)
             problems = [(m.group(1), m.group(2)) if m else ("", problems)]
-        self.issues = [{"field": f, "message": _shorten(str(msg), 300)} for f, msg in list(problems)[:MAX_ISSUES]]
-        text = "; ".join(f"{i['field']}: {i['message']}" if i["field"] else i["message"] for i in self.issues)
-        super().__init__(_shorten(text, MAX_ERROR_CHARS))
+        issues = [{"field": f, "message": _shorten(str(msg), 300)} for f, msg in list(problems)[:MAX_ISSUES]]
+        text = "; ".join(f"{i['field']}: {i['message']}" if i["field"] else i["message"] for i in issues)
+        super().__init__(_shorten(text, MAX_ERROR_CHARS), issues=issues)
 
 
 def _shorten(text: str, limit: int) -> str:

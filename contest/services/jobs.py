@@ -35,6 +35,7 @@ from contest.celery import app as celery_app
 from contest.models import Job
 from contest.queues import QUEUE_OF
 from contest.services import audit, site_state
+from contest.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,11 @@ if sorted(QUEUE_OF) != sorted(KINDS):  # checked at import, also under python -O
 PRIORITY = {"privacy_preview": 9}
 
 
-class TransientJobError(Exception):
+class TransientJobError(ServiceError):
     """A failure worth retrying (database lock, lost connection)."""
+
+    code = "retry_later"
+    status = 503
 
 
 def handles(kind: str):

@@ -37,6 +37,7 @@ from contest.models import (
     Score,
 )
 from contest.services import analyses, audit, jobs, round_figures
+from contest.services.errors import ServiceError
 from scoring.analyses import correlation
 from scoring.results import (
     BEST_ANONYMIZER,
@@ -296,8 +297,11 @@ def compute_results_job(job, contest_id: int, publish: bool = False, through_rou
             f"{'final' if standing_['final'] else 'provisional'} ({'published' if snap.published else 'embargoed'})")
 
 
-class PublishError(ValueError):
+class PublishError(ServiceError, ValueError):
     """Results that cannot be published as asked; the message says why."""
+
+    code = "not_publishable"
+    status = 409
 
 
 def check_publishable(contest: Contest, through_round: int | None) -> None:

@@ -18,10 +18,14 @@ from django.utils import timezone
 
 from contest.models import Phase, PublicSet, Round
 from contest.services import audit, judge, results
+from contest.services.errors import ServiceError
 
 
-class ScheduleError(ValueError):
+class ScheduleError(ServiceError, ValueError):
     """An impossible calendar change; the message says why (shown to the organizer as it is)."""
+
+    code = "schedule_conflict"
+    status = 409
 
 
 def local_time(phase: Phase, dt: datetime) -> str:

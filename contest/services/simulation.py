@@ -43,6 +43,7 @@ from django.utils import timezone
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Membership, Phase, PublicSet, Round
 from contest.services import data, generation, jobs, judge, results, schedule, uploads
+from contest.services.errors import ServiceError
 from contest.services.setup import create_contest
 from contest.workers import process_tree, resident_mb
 from scoring.algorithms.registry import get
@@ -68,8 +69,11 @@ DEFAULT_ATTACKS = ("I2-VisitProb", "T2-VisitProb")
 JUDGE_STAGES = ("generation", "upload scoring", "close + judge attacks", "attack scoring", "results")
 
 
-class SimulationError(RuntimeError):
+class SimulationError(ServiceError, RuntimeError):
     """A stage that did not finish (a failed job, a timeout); the message says which and why."""
+
+    code = "simulation_failed"
+    status = 500
 
 
 @dataclass(frozen=True)

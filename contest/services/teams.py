@@ -12,10 +12,13 @@ from django.utils.translation import gettext_noop
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Membership, Team, _invitation_code
 from contest.services import audit
+from contest.services.errors import ServiceError
 
 
-class TeamError(ValueError):
+class TeamError(ServiceError, ValueError):
     """A team operation the rules refuse (unknown code, second team in a contest, duplicate name)."""
+
+    code = "invalid"
 
 
 def add_team(contest: Contest, name: str, *, actor=None, approved: bool = True) -> Team:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
+from contest.services.errors import ServiceError
 from contest.upload_rule import contest_upload_limit, too_large_message
 from scoring.errors import ValidationError
 from scoring.io import check_source
@@ -43,16 +44,25 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class RuleViolation(Exception):
-    """An upload or selection the contest rules forbid. ``status`` is the HTTP status to answer with."""
+#: The API's error code of a refused upload or selection, by its HTTP status.
+_RULE_CODES = {403: "forbidden", 413: "too_large", 429: "limit_reached", 400: "bad_request",
+               503: "database_unavailable"}
+
+
+class RuleViolation(ServiceError):
+    """An upload or selection the contest rules forbid. ``status`` is the HTTP status to answer with,
+    and the API's ``code`` follows from it."""
 
     status = 409
 
     def __init__(self, message: str, *, status: int | None = None, issues=None):
-        super().__init__(message)
+        super().__init__(message, issues=issues)
         if status is not None:
             self.status = status
-        self.issues = issues or []
+
+    @property
+    def code(self) -> str:
+        return _RULE_CODES.get(self.status, "rule_violation")
 
 
 class NotAllowed(RuleViolation):

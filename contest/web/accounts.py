@@ -21,7 +21,7 @@ from contest.lockout import throttled, throttled_response
 from contest.models import Membership, Team
 from contest.services import accounts, audit, teams
 
-from .common import frame_context, get_contest, page, require, set_language_cookie
+from .common import Refusal, frame_context, get_contest, page, require, set_language_cookie
 from .forms import AccountForm, TeamNameForm
 
 
@@ -159,11 +159,9 @@ def rename_team(request, slug, team_id):
     if Team.objects.filter(contest=team.contest, name=name).exclude(pk=team.pk).exists():
         messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
         return _back(team)
-    try:
+    with Refusal(request, _("The team was not renamed: %(reason)s.")) as refused:
         team = teams.rename_team(team, name, actor=request.user)
-    except teams.TeamError as exc:
-        messages.error(request, _("The team was not renamed: %(reason)s.") % {"reason": _(str(exc))})
-    else:
+    if not refused.error:
         messages.success(request, _("The team is now called %(name)s.") % {"name": team.name})
     return _back(team)
 
@@ -184,11 +182,9 @@ def remove_member(request, slug, team_id, user_id):
     team = _team(request, slug, team_id)
     require(permissions.can_remove_member(request.user, team))
     member = get_object_or_404(get_user_model(), pk=user_id)
-    try:
+    with Refusal(request) as refused:
         teams.remove_member(team, member, actor=request.user)
-    except teams.TeamError as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused.error:
         messages.success(request, _("%(user)s is no longer a member of team %(team)s.")
                          % {"user": member.get_username(), "team": team.name})
     return _back(team)

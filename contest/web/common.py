@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -24,6 +25,7 @@ from django.utils.translation import gettext as _
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, Team
 from contest.services import bundles
+from contest.services.errors import ServiceError
 from contest.upload_rule import contest_upload_limit, limit_text
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
@@ -149,6 +151,36 @@ def require(decision) -> None:
     the page language where the catalog has the reason (``gettext_noop`` in ``contest.permissions``)."""
     if not decision:
         raise PermissionDenied(_(getattr(decision, "reason", "") or "not allowed"))
+
+
+class Refusal:
+    """A service's refusal (any :class:`~contest.services.errors.ServiceError`) shown as the page's error
+    message, so a page catches the services' errors in one way::
+
+        with Refusal(request, _("The phase was not changed: %(reason)s.")) as refused:
+            schedule.reschedule_phase(phase, ...)
+        if refused.error:
+            return back
+
+    ``text`` frames the reason (``%(reason)s``); without it the reason is the whole message. The reason is
+    looked up in the page language's catalog, since a service marks the refusals a person reads with
+    ``gettext_noop``. Any other exception passes through.
+    """
+
+    def __init__(self, request, text: str | None = None):
+        self.request, self.text = request, text
+        self.error: ServiceError | None = None
+
+    def __enter__(self) -> Refusal:
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if not isinstance(exc, ServiceError):
+            return False
+        self.error = exc
+        reason = _(str(exc))
+        messages.error(self.request, self.text % {"reason": reason} if self.text else reason)
+        return True
 
 
 def require_organizer(user, contest: Contest) -> None:

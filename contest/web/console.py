@@ -51,10 +51,9 @@ from contest.services import (
 )
 from contest.services.generation import expected_datasets, request_generation, synthesizer_summary
 from contest.services.setup import SetupError, create_contest, create_contest_from_yaml
-from contest.services.uploads import RuleViolation
 from scoring.results import default_round_weight
 
-from .common import bundle_download, contest_state, get_contest, page, require_organizer
+from .common import Refusal, bundle_download, contest_state, get_contest, page, require_organizer
 from .forms import AnnouncementForm, ContestForm, ContestYamlForm, PhaseScheduleForm, RoundForm, TeamForm
 
 
@@ -231,13 +230,12 @@ def add_round(request, slug):
                 messages.error(request, f"{form.fields[field].label if field in form.fields else ''} {e}".strip())
         return _back(slug, "#rounds")
     d = form.cleaned_data
-    try:
+    with Refusal(request) as refused:
         rnd = setup.add_round(contest, name=d["name"], weight=d["weight"], ref_days=d["ref_days"],
                               org_days=d["org_days"], actor=request.user,
                               phases={Phase.ANONYMIZATION: (d["anonymization_opens"], d["anonymization_closes"]),
                                       Phase.ATTACK: (d["attack_opens"], d["attack_closes"])})
-    except setup.SetupError as exc:
-        messages.error(request, str(exc))
+    if refused.error:
         return _back(slug, "#rounds")
     messages.success(request, _("Round %(name)s added.") % {"name": rnd.name})
     return _back(slug, "#rounds")
@@ -253,10 +251,9 @@ def add_team(request, slug):
         if contest.teams.filter(name=name).exists():
             messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
             return _back(slug, "#teams")
-        try:
+        with Refusal(request) as refused:
             team = teams.add_team(contest, name, actor=request.user)
-        except teams.TeamError as exc:
-            messages.error(request, str(exc))
+        if refused.error:
             return _back(slug, "#teams")
         messages.success(request, _("Team %(name)s added; its invitation code is %(code)s.")
                          % {"name": team.name, "code": team.invitation_code})
@@ -293,11 +290,10 @@ def give_training(request, slug, round_id):
     if f is None:
         messages.error(request, _("Choose a file of training traces or a model."))
         return _back(slug, "#rounds")
-    try:
+    with Refusal(request) as refused:
         training_data.give_training_data(rnd, user=request.user, content=f.read(), name=f.name,
                                          kind=request.POST.get("kind", ""))
-    except RuleViolation as exc:
-        messages.error(request, str(exc))
+    if refused.error:
         return _back(slug, "#rounds")
     messages.success(request, _("%(round)s will be trained on %(name)s.") % {"round": rnd.name, "name": f.name})
     return _back(slug, "#rounds")
@@ -335,10 +331,9 @@ def reschedule_phase(request, slug, phase_id):
     if not any(times.values()):
         messages.info(request, _("Nothing changed."))
         return _back(slug, "#rounds")
-    try:
+    with Refusal(request, _("The phase was not changed: %(reason)s.")) as refused:
         phase = schedule.reschedule_phase(phase, user=request.user, **times)
-    except schedule.ScheduleError as exc:
-        messages.error(request, _("The phase was not changed: %(reason)s.") % {"reason": exc})
+    if refused.error:
         return _back(slug, "#rounds")
     messages.success(request, _("The %(kind)s phase of %(round)s now runs from %(opens)s to %(closes)s.") % {
         "kind": phase.get_kind_display(), "round": phase.round.name,
@@ -356,11 +351,9 @@ def announce(request, slug):
             messages.error(request, f"{form.fields[field].label}: {' '.join(errors)}")
         return _back(slug, "#announcements")
     d = form.cleaned_data
-    try:
+    with Refusal(request) as refused:
         announcements.announce(contest, title=d["title"], body=d["body"], user=request.user, email=d["email"])
-    except announcements.AnnouncementError as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused.error:
         messages.success(request, _("Announced: %(title)s") % {"title": d["title"]})
     return _back(slug, "#announcements")
 
@@ -369,11 +362,9 @@ def announce(request, slug):
 @require_POST
 def open_attack(request, slug, round_id):
     _contest, rnd = _organizer_object(request, slug, Round, round_id)
-    try:
+    with Refusal(request, _("The attack phase was not opened: %(reason)s.")) as refused:
         schedule.open_attack_now(rnd, user=request.user)
-    except schedule.ScheduleError as exc:
-        messages.error(request, _("The attack phase was not opened: %(reason)s.") % {"reason": exc})
-    else:
+    if not refused.error:
         messages.success(request, _("The attack phase of %(round)s is open.") % {"round": rnd.name})
     return _back(slug, "#rounds")
 
@@ -387,12 +378,10 @@ def results_action(request, slug, action):
         messages.success(request, _("Computing a results preview (job %(job)s).") % {"job": job.pk})
     elif action == "publish":
         through = request.POST.get("round") or None
-        try:
+        with Refusal(request, _("The results were not published: %(reason)s.")) as refused:
             job = results.request_results(contest, user=request.user, publish=True,
                                           through_round=int(through) if through and through.isdigit() else None)
-        except results.PublishError as exc:
-            messages.error(request, _("The results were not published: %(reason)s.") % {"reason": exc})
-        else:
+        if not refused.error:
             messages.success(request, _("Publishing the results (job %(job)s).") % {"job": job.pk})
     elif action == "unpublish":
         results.unpublish_results(contest, user=request.user)

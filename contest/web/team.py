@@ -22,11 +22,13 @@ from django.views.decorators.http import require_POST
 from contest import permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import announcements, bundles, figures, previews, storage, uploads
+from contest.services.errors import ServiceError
 from scoring.vocabulary import AttackKind
 
 from . import page_cache
 from .common import (
     CHALLENGE_SHORT,
+    Refusal,
     bundle_download,
     challenge_name,
     contest_state,
@@ -390,7 +392,7 @@ def _submit_upload(request, form, back_url, submit) -> tuple:
     content, name = _read_upload(form)
     try:
         return submit(content, name), None
-    except uploads.RuleViolation as exc:
+    except ServiceError as exc:
         return None, _rule_error(request, exc, back_url)
 
 
@@ -473,11 +475,9 @@ def upload_status(request, slug, upload_id):
 @require_POST
 def select_upload(request, slug, upload_id):
     contest, aset = _own_upload(request, slug, upload_id)
-    try:
+    with Refusal(request) as refused:
         uploads.select_anonymized_set(user=request.user, aset=aset)
-    except uploads.RuleViolation as exc:
-        messages.error(request, str(exc))
-    else:
+    if not refused.error:
         messages.success(request, _("Upload #%(n)s is now your final %(ch)s set.")
                          % {"n": aset.seq, "ch": CHALLENGE_SHORT[aset.dataset.challenge]})
     return redirect(reverse("web:team", args=[slug]) + f"#ds-{aset.dataset_id}")
