@@ -6,9 +6,12 @@ s_T), so each attack's true score -- and the true minimum over the attacks -- is
 A contest set is 2000 users drawn from it; 300 sets per case, all repetitions in one array. The
 interval the platform publishes (``scoring.uncertainty.minimum_interval`` of the attacks' per-user
 parts) must hold the true minimum in at least 93% of the sets at nominal 95%, for one attack,
-well-separated attacks, and 2, 5, 15 and 20 tied attacks (independent and correlated). The
-bootstrap percentile interval of the minimum that the platform published before does not: the
-last test measures it on the same experiment.
+well-separated attacks, and 2, 5, 15 and 20 tied attacks (independent and correlated), and near 0
+and 1 (scores of 0.002-0.02 and 0.999, sets of 200 users). Each case prints its coverage beside its
+mean width over the oracle's (the width the estimated minimum's own sampling distribution needs):
+``pytest -m slow -s tests/scoring/test_interval_coverage.py``. The bootstrap percentile interval of
+the minimum published first, and the plug-in standard errors published next, do not cover: the
+tests measure them on the same experiment.
 """
 from __future__ import annotations
 
@@ -44,16 +47,38 @@ def trace_population(rng, scores):
     return (share * den).astype(np.float32), den.astype(np.float32)
 
 
-def coverage(num, den=None, *, seed=1):
-    """Share of REPETITIONS sets of M users whose published interval holds the population minimum,
-    and the share whose interval lies wholly below it."""
+def bonferroni_interval(est, se, level=NOMINAL):
+    """The method published before: plug-in standard errors, the lowest score - z(alpha/2) se and the
+    lowest score + z(alpha/(2A)) se over the A attacks (Bonferroni), clipped to [0, 1]."""
+    from statistics import NormalDist
+    a = est.shape[-1]
+    z_lo, z_hi = (NormalDist().inv_cdf(1 - (1 - level) / d) for d in (2, 2 * a))
+    return np.clip(est - z_lo * se, 0, 1).min(axis=-1), np.clip(est + z_hi * se, 0, 1).min(axis=-1)
+
+
+def draw_sets(num, den, m, seed):
+    """(REPETITIONS, A, m) numerators and (REPETITIONS, 1, m) denominators (None) of sets of m users."""
+    users = np.random.default_rng(seed).integers(0, num.shape[1], size=(REPETITIONS, m))
+    return np.moveaxis(num[:, users], 0, 1), None if den is None else den[users][:, None, :]
+
+
+def coverage(num, den=None, *, m=M, seed=1, method="joint"):
+    """(coverage, share wholly below the truth, mean width / the oracle's width) of REPETITIONS sets of m
+    users: how often the published interval of the minimum holds the population minimum. The oracle's
+    width is that of the central 95% of the estimated minimum's own sampling distribution (over the
+    repetitions): what an interval would need if the distribution were known."""
     truth = ratio_estimates(num, den)[0].min()
-    rng = np.random.default_rng(seed)
-    users = rng.integers(0, num.shape[1], size=(REPETITIONS, M))
-    sample = np.moveaxis(num[:, users], 0, 1)  # (REPETITIONS, A, M)
-    est, se = ratio_estimates(sample, None if den is None else den[users][:, None, :])
-    lo, hi = minimum_interval(est, se, level=NOMINAL)
-    return float(((lo <= truth) & (truth <= hi)).mean()), float((hi < truth).mean())
+    sample, sample_den = draw_sets(num, den, m, seed)
+    est, se = ratio_estimates(sample, sample_den)
+    if method == "joint":
+        lo, hi = np.concatenate([np.stack(minimum_interval(sample[k:k + 100], None if sample_den is None
+                                                            else sample_den[k:k + 100], seed=k))
+                                 for k in range(0, REPETITIONS, 100)], axis=1)
+    else:
+        lo, hi = bonferroni_interval(est, se)
+    oracle = np.diff(np.quantile(est.min(axis=-1), [0.025, 0.975]))[0]
+    return (float(((lo <= truth) & (truth <= hi)).mean()), float((hi < truth).mean()),
+            float((hi - lo).mean() / oracle) if oracle > 0 else float("inf"))
 
 
 CASES = {
@@ -67,21 +92,79 @@ CASES = {
     "20 attackers, 6 judge near the minimum": ([0.7, 0.7, 0.705, 0.71, 0.72, 0.75] + [0.8] * 14, True),
 }
 
+#: Scores near 0 and 1: (kind, attacks' true scores, users per set). Every one covered less than 93%
+#: with plug-in standard errors except the last two s_I rows (measured 0.963 and 0.873 at 0.02 and
+#: with one s_T attack at 0.01; the issue's draws gave 0.923 for the first).
+BOUNDARY = {
+    "s_I one attack at 0.999": ("i", [0.999], M),
+    "s_I 5 tied at 0.002": ("i", [0.002] * 5, M),
+    "s_I 20 tied at 0.002": ("i", [0.002] * 20, M),
+    "s_I 20 tied at 0.005": ("i", [0.005] * 20, M),
+    "s_I 20 tied at 0.01, 200 users": ("i", [0.01] * 20, 200),
+    "s_T 20 tied at 0.01, 200 users": ("t", [0.01] * 20, 200),
+    "s_I 20 tied at 0.02": ("i", [0.02] * 20, M),
+    "s_T one attack at 0.01, 200 users": ("t", [0.01], 200),
+}
 
+
+def report(case, method, result):
+    """Print one row of the coverage and width table (``pytest -s`` shows it)."""
+    cov, below, width = result
+    print(f"\n{case:42s} {method:10s} coverage {cov:.3f}  below {below:.3f}  width/oracle {width:.2f}")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_interval_of_a_minimum_of_s_i_covers(case):
     scores, correlated = CASES[case]
     rng = np.random.default_rng(len(case) * 7919)
-    cov, below = coverage(reidentification_population(rng, scores, correlated))
-    assert cov >= REQUIRED, (case, cov, below)
+    result = coverage(reidentification_population(rng, scores, correlated))
+    report(case, "joint", result)
+    assert result[0] >= REQUIRED, (case, result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tied", [1, 5, 20])
 def test_the_interval_of_a_minimum_of_s_t_covers(tied):
     rng = np.random.default_rng(100 + tied)
     num, den = trace_population(rng, [0.6] * tied)
-    cov, below = coverage(num, den)
-    assert cov >= REQUIRED, (tied, cov, below)
+    result = coverage(num, den)
+    report(f"s_T {tied} tied at 0.6", "joint", result)
+    assert result[0] >= REQUIRED, (tied, result)
+
+
+def boundary_population(case):
+    kind, scores, m = BOUNDARY[case]
+    rng = np.random.default_rng(len(case) * 104_729)
+    if kind == "i":
+        return reidentification_population(rng, scores), None, m
+    return (*trace_population(rng, scores), m)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(BOUNDARY))
+def test_intervals_near_0_and_1_cover(case):
+    num, den, m = boundary_population(case)
+    result = coverage(num, den, m=m)
+    report(case, "joint", result)
+    assert result[0] >= REQUIRED, (case, result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(BOUNDARY)[:6])
+def test_plug_in_standard_errors_do_not_cover_near_0_and_1(case):
+    """The experiment has the power to fail: the method published before (plug-in standard errors,
+    Bonferroni) covers less than 93% in these cases, the truth outside where the score sits at 0 or 1."""
+    num, den, m = boundary_population(case)
+    result = coverage(num, den, m=m, method="bonferroni")
+    report(case, "bonferroni", result)
+    assert result[0] < REQUIRED, (case, result)
+
+
+def test_a_score_of_exactly_0_or_1_gets_an_interval_of_positive_width():
+    for value in (0.0, 1.0):
+        lo, hi = minimum_interval(np.full((1, M), value))
+        assert hi - lo > 0.001 and lo <= value <= hi, (value, lo, hi)
 
 
 def percentile_of_the_minimum(num, *, replicates=100, repetitions=150, seed=2):
@@ -109,7 +192,6 @@ def test_the_old_percentile_interval_fails_the_same_experiment():
     num = reidentification_population(rng, [0.7] * 5)
     cov, below = percentile_of_the_minimum(num)
     assert cov < 0.7 and below > 0.25, (cov, below)
-    assert coverage(num)[0] >= REQUIRED
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,17 +223,28 @@ def test_swap_probability_is_one_half_for_equal_teams_and_zero_for_clearly_separ
     assert apart < 0.01, apart
 
 
-def test_the_interval_of_a_rounds_overall_covers():
-    """A round's overall is s_I,min of the IDP set plus s_T,min of the TRP set (independent users): each
-    term's bounds at alpha/2 (``attack_bounds(terms=2)``), summed, hold the true sum."""
+@pytest.mark.slow
+@pytest.mark.parametrize("tied", [5, 20])
+def test_the_interval_of_a_rounds_overall_covers(tied):
+    """A round's overall is s_I,min of the IDP set plus s_T,min of the TRP set (independent users): the
+    bounds of ``attack_bounds(terms=2)`` of each set, summed, hold the true sum (one joint bound for
+    the sum: z(alpha/2)/sqrt(2) below, the max-type multiplier of the sum above)."""
     from scoring.uncertainty import attack_bounds
-    rng = np.random.default_rng(77)
-    missed = reidentification_population(rng, [0.7] * 5)
-    num, den = trace_population(rng, [0.6] * 5)
+    rng = np.random.default_rng(77 + tied)
+    missed = reidentification_population(rng, [0.7] * tied)
+    num, den = trace_population(rng, [0.6] * tied)
     truth = ratio_estimates(missed)[0].min() + ratio_estimates(num, den)[0].min()
-    users = rng.integers(0, POPULATION, size=(2, REPETITIONS, M))
-    est_i, se_i = ratio_estimates(np.moveaxis(missed[:, users[0]], 0, 1))
-    est_t, se_t = ratio_estimates(np.moveaxis(num[:, users[1]], 0, 1), den[users[1]][:, None, :])
-    (lo_i, hi_i), (lo_t, hi_t) = attack_bounds(est_i, se_i, terms=2), attack_bounds(est_t, se_t, terms=2)
-    lo, hi = lo_i.min(axis=-1) + lo_t.min(axis=-1), hi_i.min(axis=-1) + hi_t.min(axis=-1)
-    assert ((lo <= truth) & (truth <= hi)).mean() >= REQUIRED
+    sample_i, _ = draw_sets(missed, None, M, seed=5)
+    sample_t, sample_den = draw_sets(num, den, M, seed=6)
+    est = ratio_estimates(sample_i)[0].min(axis=-1) + ratio_estimates(sample_t, sample_den)[0].min(axis=-1)
+    lo, hi = np.zeros(REPETITIONS), np.zeros(REPETITIONS)
+    for k in range(0, REPETITIONS, 100):
+        for parts in ((sample_i[k:k + 100], None), (sample_t[k:k + 100], sample_den[k:k + 100])):
+            low, high = attack_bounds(*parts, terms=2, seed=k)
+            lo[k:k + 100] += low.min(axis=-1)
+            hi[k:k + 100] += high.min(axis=-1)
+    oracle = np.diff(np.quantile(est, [0.025, 0.975]))[0]
+    result = (float(((lo <= truth) & (truth <= hi)).mean()), float((hi < truth).mean()),
+              float((hi - lo).mean() / oracle))
+    report(f"round overall, {tied} tied each", "joint", result)
+    assert result[0] >= REQUIRED, result

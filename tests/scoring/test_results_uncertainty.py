@@ -9,11 +9,11 @@ import pytest
 from scoring import scores
 from scoring.grid import Grid
 from scoring.results import LEADERBOARD_TOTAL, AttackRow, SetRef, UtilityRow, compute_results
+from scoring.seeds import derived_seed
 from scoring.traces import Traces
 from scoring.uncertainty import (
     minimum_interval,
     per_user_attack,
-    ratio_estimates,
     results_uncertainty,
     scored_attack,
 )
@@ -76,8 +76,9 @@ def test_intervals_hold_the_published_values_and_bound_the_minimum_from_per_atta
     for kind, field in ((RE, "s_i_min"), (TR, "s_t_min")):
         rows = [(r, v) for r, v in avec if r.set == ref and r.kind == kind]
         assert len(rows) == (3 if kind == RE else 2)
-        se = [ratio_estimates(v["num"], v.get("den"))[1] for _, v in rows]
-        lo, hi = minimum_interval(np.array([r.score for r, _ in rows]), np.array(se))
+        num = np.stack([v["num"] for _, v in rows])
+        den = np.stack([v.get("den", np.ones(num.shape[1])) for _, v in rows])
+        lo, hi = minimum_interval(num, den, seed=derived_seed(7, ref.key, kind, "joint"))
         assert u["sets"][ref.key][field] == pytest.approx((float(lo), float(hi)), abs=1e-12)
 
 

@@ -6,9 +6,12 @@ import pytest
 
 from scoring.uncertainty import (
     attack_bounds,
+    boundary_estimates,
+    joint_normal,
     minimum_interval,
     ratio_estimates,
     resample_counts,
+    simultaneous_constant,
     stability,
     swap_probabilities,
 )
@@ -44,19 +47,39 @@ def test_ratio_estimates_are_the_scores_and_the_bootstrap_standard_error():
     assert est3.shape == (2, 2) and np.array_equal(se3[1], se)
 
 
-def test_attack_bounds_one_attack_is_the_normal_interval_ties_widen_only_the_upper_side():
-    lo, hi = minimum_interval(np.array([0.5]), np.array([0.01]))
-    assert (float(lo), float(hi)) == pytest.approx((0.5 - 1.959964 * 0.01, 0.5 + 1.959964 * 0.01), abs=1e-6)
-    lo5, hi5 = minimum_interval(np.full(5, 0.5), np.full(5, 0.01))
-    assert lo5 == pytest.approx(lo) and hi5 > hi            # Bonferroni over the 5 attempts, upper side only
-    assert hi5 == pytest.approx(0.5 + 2.575829 * 0.01, abs=1e-6)  # z(0.05 / 10)
+def test_attack_bounds_one_attack_is_agresti_coull_ties_widen_only_the_upper_side():
+    rng = np.random.default_rng(4)
+    missed = (rng.random((5, 2000)) < 0.5).astype(float)
+    lo, hi = minimum_interval(missed[:1])
+    centre, se = boundary_estimates(missed[:1], z=1.959964)
+    assert (float(lo), float(hi)) == pytest.approx((centre[0] - 1.959964 * se[0], centre[0] + 1.959964 * se[0]),
+                                                   abs=2e-4)  # the upper multiplier is simulated
+    lo5, hi5 = minimum_interval(missed)
+    # the lower bound is the lowest attack's own; the upper multiplier is max-type over 5 independent attacks
+    assert lo5 == pytest.approx(attack_bounds(missed)[0].min(), abs=1e-15)
+    assert hi5 > minimum_interval(missed[[int(missed.mean(axis=1).argmin())]])[1]
     # a far weaker attack cannot lower the bounds of the minimum
-    lo2, hi2 = minimum_interval(np.array([0.5, 0.9]), np.array([0.01, 0.01]))
-    assert lo2 == pytest.approx(lo)
-    # a sum of n minima takes each term at alpha / n; bounds stay in [0, 1]
-    lo_n, hi_n = attack_bounds(np.array([0.5]), np.array([0.01]), terms=4)
-    assert lo_n[0] < lo and hi_n[0] > hi
-    assert attack_bounds(np.array([0.999]), np.array([0.01]))[1][0] == 1.0
+    strong = np.vstack([missed[:1], np.ones((1, 2000))])
+    assert minimum_interval(strong)[0] == pytest.approx(lo)
+    # a sum of n minima: lower bound at z/sqrt(n) (closer), upper at the sum's joint multiplier
+    lo_n, hi_n = attack_bounds(missed[:1], terms=4)
+    assert lo_n[0] > lo and hi_n[0] < hi
+    # bounds stay in [0, 1] and a score of exactly 0 or 1 gets a positive width
+    assert attack_bounds(np.ones((1, 2000)))[1][0] == 1.0 and attack_bounds(np.ones((1, 2000)))[0][0] < 0.999
+    assert attack_bounds(np.zeros((1, 2000)))[1][0] > 0.001
+
+
+def test_joint_draws_carry_the_attacks_correlation():
+    rng = np.random.default_rng(5)
+    base = (rng.random(4000) < 0.6).astype(float)
+    same = np.vstack([base, base, (rng.random(4000) < 0.6)])
+    z = joint_normal(same, seed=1)
+    assert z.shape == (4000, 3)
+    corr = np.corrcoef(z.T)
+    assert corr[0, 1] == pytest.approx(1.0, abs=1e-3) and abs(corr[0, 2]) < 0.05
+    # identical attacks: the max-type multiplier is one attack's z(alpha/2), not Bonferroni's z(alpha/4)
+    assert simultaneous_constant(joint_normal(same[:2], seed=2)) == pytest.approx(1.96, abs=0.08)
+    assert simultaneous_constant(joint_normal(same[[0, 2]], seed=2)) == pytest.approx(2.24, abs=0.08)
 
 
 def test_swap_probabilities_are_two_sided_and_exact_ties_are_certain():
