@@ -313,8 +313,10 @@ _FUZZY = (
     Param("eta0", float, ETA0, "scale of a surrounding region's fuzzy count h(d)=eta0*exp(-lambda0*d), "
           "d = 1 or sqrt(2) grid steps (paper 5.3 optimum 0.33)"),
     Param("lambda0", float, LAMBDA0, "decay per grid step of the fuzzy count (paper 5.3 optimum 1)"),
-    Param("tf", str, "log", "term frequency: 'log' = log(1+count) (paper 5.3 optimum) or 'raw' = count"),
-    Param("idf", str, "none", "inverse document frequency: 'none' = 1 (paper 5.3 optimum) or 'log' = log(m/xi)"),
+    Param("tf", str, "log", "term frequency: 'log' = log(1+count) (paper 5.3 optimum) or 'raw' = count",
+          choices=("log", "raw")),
+    Param("idf", str, "none", "inverse document frequency: 'none' = 1 (paper 5.3 optimum) or 'log' = log(m/xi)",
+          choices=("none", "log")),
     Param("coarsen", bool, True, "compare at the published resolution: sum both sides over the generalized "
           "sets' coarse cells (ours; the paper's data had no generalization to speak of)"),
 )
@@ -327,7 +329,8 @@ def _fuzzy_kw(params):
 # ----------------------------------------------------------------------------- re-identification
 
 @register("I4-FuzzyTFIDF", AttackKind.REIDENTIFICATION, params=_FUZZY + (
-    Param("matching", str, "nn", "'nn' (paper's 1-NN), 'greedy' or 'assignment' (one-to-one)"),))
+    Param("matching", str, "nn", "'nn' (paper's 1-NN), 'greedy' or 'assignment' (one-to-one)",
+          choices=("nn", "greedy", "assignment")),))
 def i4_fuzzy_tfidf(grid, reference: Traces, pub: AnonymizedTraces, rng, *, eta0=ETA0, lambda0=LAMBDA0,
                    tf="log", idf="none", coarsen=True, matching="nn") -> np.ndarray:
     """Fuzzy counting + TF-IDF + cosine 1-NN: the 2019 best re-identification attack (paper 5.3).
@@ -337,7 +340,8 @@ def i4_fuzzy_tfidf(grid, reference: Traces, pub: AnonymizedTraces, rng, *, eta0=
 
 
 @register("I5-Matching", AttackKind.REIDENTIFICATION, params=(
-    Param("score", str, "visitprob", "'visitprob' (I2's log-likelihood) or 'fuzzy' (fuzzy TF-IDF cosine)"),
+    Param("score", str, "visitprob", "'visitprob' (I2's log-likelihood) or 'fuzzy' (fuzzy TF-IDF cosine)",
+          choices=("visitprob", "fuzzy")),
     Param("delta", float, DELTA, "visit probability of a region never visited in R (seed 001)"),) + _FUZZY)
 def i5_matching(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score="visitprob", delta=DELTA,
                 eta0=ETA0, lambda0=LAMBDA0, tf="log", idf="none", coarsen=True) -> np.ndarray:
@@ -357,8 +361,10 @@ def _user_of_pseudonym(grid, reference, pub, score, matching, params) -> np.ndar
 
 
 _REID = (
-    Param("score", str, "fuzzy", "re-identification score: 'fuzzy' (fuzzy TF-IDF cosine) or 'visitprob' (I2)"),
-    Param("matching", str, "assignment", "one-to-one matching: 'assignment' (optimal) or 'greedy'"),
+    Param("score", str, "fuzzy", "re-identification score: 'fuzzy' (fuzzy TF-IDF cosine) or 'visitprob' (I2)",
+          choices=("fuzzy", "visitprob")),
+    Param("matching", str, "assignment", "one-to-one matching: 'assignment' (optimal) or 'greedy'",
+          choices=("assignment", "greedy")),
 )
 
 
@@ -436,7 +442,8 @@ def t5_reference_replay(grid, reference: Traces, pub: AnonymizedTraces, rng, *, 
 
 
 @register("T6-Matching", AttackKind.TRACE_INFERENCE, params=(
-    Param("score", str, "visitprob", "re-identification score: 'visitprob' (I2) or 'fuzzy'"),
+    Param("score", str, "visitprob", "re-identification score: 'visitprob' (I2) or 'fuzzy'",
+          choices=("visitprob", "fuzzy")),
     Param("delta", float, DELTA, "visit probability of a region never visited in R (seed 001)"),) + _FUZZY)
 def t6_matching(grid, reference: Traces, pub: AnonymizedTraces, rng, *, score="visitprob", delta=DELTA,
                 eta0=ETA0, lambda0=LAMBDA0, tf="log", idf="none", coarsen=True) -> Traces:

@@ -40,6 +40,9 @@ class Param:
     #: The value this parameter takes on a contest's :class:`~scoring.grid.TimeAxis`, when it
     #: follows from the axis (a slot count, the slots of a window); ``None`` when it does not.
     from_axis: Callable[[Any], Any] | None = None
+    #: The values a text parameter may take (empty: any); checked whatever the run uses, so a misspelt
+    #: choice is refused with its name rather than ignored by a run that does not read it.
+    choices: tuple[str, ...] = ()
 
     def parse(self, text: str):
         """Convert a command-line/form value to this parameter's type."""
@@ -78,6 +81,10 @@ class Algorithm:
                 raise ValueError(f"{self.name} has no parameter {key!r} "
                                  f"(parameters: {', '.join(known) or 'none'})")
             values[key] = known[key].parse(value) if isinstance(value, str) else value
+            if known[key].choices and values[key] not in known[key].choices:
+                raise ValueError(f"{self.name}: parameter {key}: expected one of "
+                                 f"{', '.join(map(repr, known[key].choices))}, got {values[key]!r} "
+                                 f"({known[key].doc})")
         return values
 
     def axis_params(self, axis) -> dict[str, Any]:
