@@ -124,6 +124,81 @@ class CitySimulation:
     favourites: np.ndarray
 
 
+#: Stops of a simulated day (:meth:`CityModel._day_plan`), and a clock time after every slot ("not today").
+_STOPS = 8
+_NEVER = 48 * 60.0
+
+
+def _calendar(n_days: int, time_axis: TimeAxis | None, slots_per_day: int | None, start_minute: int | None,
+              slot_minutes: int | None, first_weekday: int) -> tuple[np.ndarray, np.ndarray]:
+    """The slots' clock, (S,) minutes after midnight, and each simulated day's weekday, (n_days,) 0 = Monday
+    (see :meth:`CityModel.simulate`): sporadic day numbers of ``time_axis`` shift the weekdays."""
+    ta = time_axis or TimeAxis()
+    S = int(slots_per_day if slots_per_day is not None else ta.slots_per_day)
+    start = int(start_minute if start_minute is not None else ta.start_minute)
+    step = int(slot_minutes if slot_minutes is not None else ta.slot_minutes)
+    if S < 1 or step < 1:
+        raise ValueError(f"slots_per_day and slot_minutes must be positive, got {S} and {step}")
+    if time_axis is not None and time_axis.day_numbers and len(time_axis.day_numbers) == n_days:
+        day_numbers = np.asarray(time_axis.day_numbers, dtype=np.int64)
+    else:
+        day_numbers = np.arange(1, n_days + 1)
+    return start + step * np.arange(S, dtype=float), (first_weekday + day_numbers - 1) % 7
+
+
+@dataclass(frozen=True)
+class _Places:
+    """The regions of each person's life (each (n,), favourites (n, F)), the Zipf CDF over the favourites
+    and the leisure attraction of each region, (M,)."""
+    roles: np.ndarray
+    homes: np.ndarray
+    works: np.ndarray
+    lunch: np.ndarray
+    trip: np.ndarray
+    favourites: np.ndarray
+    zipf_cdf: np.ndarray
+    leisure_attr: np.ndarray
+
+    def zipf_pick(self, rng: np.random.Generator) -> np.ndarray:
+        """One favourite of each person, the first ones most often: (n,) regions."""
+        n = self.homes.size
+        return self.favourites[np.arange(n), np.searchsorted(self.zipf_cdf, rng.random(n), side="right")]
+
+
+@dataclass(frozen=True)
+class _Habits:
+    """Each person's habits, each (n,): times in minutes after midnight, the rest probabilities, outings
+    per day off, and how much more than others they walk about."""
+    leave_mu: np.ndarray
+    end_mu: np.ndarray
+    p_lunch: np.ndarray
+    p_trip: np.ndarray
+    p_errand: np.ndarray
+    p_out: np.ndarray
+    out_mu: np.ndarray
+    n_out_mu: np.ndarray
+    p_work_weekday: np.ndarray
+    p_work_weekend: np.ndarray
+    mobility: np.ndarray
+
+    @classmethod
+    def draw(cls, rng: np.random.Generator, n: int, roles: np.ndarray) -> _Habits:
+        is_w, is_s = roles == ROLE_WORKER, roles == ROLE_STUDENT
+        leave_mu = np.where(is_s, rng.uniform(7 * 60 + 10, 8 * 60 + 10, n), rng.uniform(6 * 60 + 50, 9 * 60 + 40, n))
+        end_mu = np.where(is_s, rng.uniform(14 * 60 + 30, 17 * 60, n), rng.uniform(17 * 60, 21 * 60, n))
+        p_lunch = np.where(is_s, 0.05, rng.uniform(0.1, 0.9, n))
+        p_trip = np.where(is_w, rng.uniform(0.0, 0.5, n), 0.0)     # daytime business trip
+        p_errand = rng.uniform(0.1, 0.7, n)
+        p_out = rng.uniform(0.5, 0.97, n)
+        out_mu = rng.uniform(9 * 60, 13 * 60, n)
+        n_out_mu = rng.uniform(1.0, 3.5, n)                         # outings per day off
+        p_work_weekday = np.where(is_w | is_s, rng.uniform(0.85, 0.98, n), 0.0)
+        p_work_weekend = np.where(is_w, rng.uniform(0.0, 0.25, n), 0.0)
+        mobility = rng.lognormal(0.0, 0.3, n)   # some people walk about more than others
+        return cls(leave_mu, end_mu, p_lunch, p_trip, p_errand, p_out, out_mu, n_out_mu, p_work_weekday,
+                   p_work_weekend, mobility)
+
+
 class CityModel:
     """A synthetic city on ``grid``, deterministic given ``seed``.
 
@@ -401,30 +476,42 @@ class CityModel:
                             slots_per_day: int | None = None, start_minute: int | None = None,
                             slot_minutes: int | None = None, seed: int | None = None,
                             first_weekday: int = 0) -> CitySimulation:
-        """Simulate ``n_users`` people for ``n_days`` days; see :meth:`simulate`."""
+        """Simulate ``n_users`` people for ``n_days`` days; see :meth:`simulate`.
+
+        The draws come in a fixed order (places, habits, the exploration table, the walk's start, then
+        day by day: the plan, the walk, stations and crowds), so a (city seed, ``seed``) pair gives the
+        same bytes whatever the helpers below look like."""
         if n_users < 1 or n_days < 1:
             raise ValueError(f"need at least one user and one day, got {n_users} users x {n_days} days")
-        ta = time_axis or TimeAxis()
-        S = int(slots_per_day if slots_per_day is not None else ta.slots_per_day)
-        start = int(start_minute if start_minute is not None else ta.start_minute)
-        step = int(slot_minutes if slot_minutes is not None else ta.slot_minutes)
-        if S < 1 or step < 1:
-            raise ValueError(f"slots_per_day and slot_minutes must be positive, got {S} and {step}")
-        # Calendar day of each simulated day: sporadic day numbers shift the weekdays.
-        if time_axis is not None and time_axis.day_numbers and len(time_axis.day_numbers) == n_days:
-            day_numbers = np.asarray(time_axis.day_numbers, dtype=np.int64)
-        else:
-            day_numbers = np.arange(1, n_days + 1)
-        weekday = (first_weekday + day_numbers - 1) % 7
-
+        clock, weekday = _calendar(n_days, time_axis, slots_per_day, start_minute, slot_minutes, first_weekday)
+        S = clock.size
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0x5EED,
                                                             self.seed if seed is None else int(seed)]))
         n = int(n_users)
+        places = self._draw_places(rng, n)
+        habits = _Habits.draw(rng, n, places.roles)
+        # Somewhere new near a place: 64 draws per region from the same gravity model, made
+        # once (one pass over the regions) instead of once per outing.
+        explore_table = self._gravity_choice(rng, np.repeat(np.arange(self.grid.M), 64), places.leisure_attr,
+                                             self.favourite_scale * self.L).reshape(self.grid.M, 64)
+        regions = np.empty((n, n_days * S), dtype=np.int32)
+        z = rng.normal(size=(n, 2))   # standardised walk offset of each user
+        for day in range(n_days):
+            loc, kind, dwell, not_before = self._day_plan(rng, places, habits, explore_table, weekday[day] >= 5)
+            arr, dep = self._stop_times(loc, dwell, not_before)
+            regions[:, day * S:(day + 1) * S], z = self._day_regions(rng, loc, kind, arr, dep, clock,
+                                                                      habits.mobility, z)
+        traces = Traces(np.arange(1, n + 1, dtype=np.int64), np.arange(1, n_days * S + 1, dtype=np.int64),
+                        regions)
+        return CitySimulation(traces, places.homes.astype(np.int64), places.works.astype(np.int64),
+                              places.roles, places.favourites)
+
+    def _draw_places(self, rng: np.random.Generator, n: int) -> _Places:
+        """Each person's role and the regions of their life: home, work or school, lunch, business trips
+        and ``n_favourites`` leisure places (around home, or around work for half of those who work)."""
         M = self.grid.M
         cat = {name: i for i, name in enumerate(CATEGORIES)}
         pc = self.poi_counts
-
-        # --- who, where -----------------------------------------------------------------
         roles = rng.choice(3, size=n, p=[self.worker_share, self.student_share,
                                          1.0 - self.worker_share - self.student_share]).astype(np.int8)
         homes = rng.choice(M, size=n, p=self.residential)
@@ -432,138 +519,124 @@ class CityModel:
         school_attr = pc[cat["schools"]] + 0.05 * self.residential * pc[cat["schools"]].sum()
         school = self._gravity_choice(rng, homes, school_attr, 0.1 * self.L)
         works = np.where(roles == ROLE_WORKER, work, np.where(roles == ROLE_STUDENT, school, homes))
-        food = pc[cat["food"]]
-        lunch = self._gravity_choice(rng, works, food + 1e-3, 0.04 * self.L)
+        lunch = self._gravity_choice(rng, works, pc[cat["food"]] + 1e-3, 0.04 * self.L)
         trip = self._gravity_choice(rng, works, self.business, self.commute_scale * self.L)
         leisure = pc[cat["food"]] + pc[cat["shops"]] + pc[cat["parks"]] + pc[cat["stations"]]
+        leisure_attr = leisure ** self.leisure_power + 1e-3
         F = self.n_favourites
-        # Favourites around home, or around work for workers/students (half of them).
         around_work = (rng.random((n, F)) < 0.5) & (roles != ROLE_OTHER)[:, None]
         fav_anchor = np.where(around_work, works[:, None], homes[:, None])
-        favourites = self._gravity_choice(rng, fav_anchor.ravel(), leisure ** self.leisure_power + 1e-3,
+        favourites = self._gravity_choice(rng, fav_anchor.ravel(), leisure_attr,
                                           self.favourite_scale * self.L).reshape(n, F)
         zipf_cdf = np.cumsum(1.0 / np.arange(1, F + 1) ** self.zipf)
-        zipf_cdf /= zipf_cdf[-1]
+        return _Places(roles, homes, works, lunch, trip, favourites, zipf_cdf / zipf_cdf[-1], leisure_attr)
 
-        # --- personal habits (minutes after midnight, probabilities) ------------------------
-        is_w, is_s = roles == ROLE_WORKER, roles == ROLE_STUDENT
-        leave_mu = np.where(is_s, rng.uniform(7 * 60 + 10, 8 * 60 + 10, n), rng.uniform(6 * 60 + 50, 9 * 60 + 40, n))
-        end_mu = np.where(is_s, rng.uniform(14 * 60 + 30, 17 * 60, n), rng.uniform(17 * 60, 21 * 60, n))
-        p_lunch = np.where(is_s, 0.05, rng.uniform(0.1, 0.9, n))
-        p_trip = np.where(is_w, rng.uniform(0.0, 0.5, n), 0.0)     # daytime business trip
-        p_errand = rng.uniform(0.1, 0.7, n)
-        p_out = rng.uniform(0.5, 0.97, n)
-        out_mu = rng.uniform(9 * 60, 13 * 60, n)
-        n_out_mu = rng.uniform(1.0, 3.5, n)                         # outings per day off
-        p_work_weekday = np.where(is_w | is_s, rng.uniform(0.85, 0.98, n), 0.0)
-        p_work_weekend = np.where(is_w, rng.uniform(0.0, 0.25, n), 0.0)
-        mobility = rng.lognormal(0.0, 0.3, n)   # some people walk about more than others
+    def _day_plan(self, rng: np.random.Generator, places: _Places, habits: _Habits, explore_table: np.ndarray,
+                  weekend: bool) -> tuple[np.ndarray, ...]:
+        """One day of everyone as ``K`` stops, each (n, K): location, kind, minimum dwell (minutes) and
+        earliest departure (minutes after midnight). A skipped stop repeats the previous location with no
+        dwell (no travel). A working day or a day off, by each person's habits."""
+        n = places.homes.size
+        works_today = rng.random(n) < (habits.p_work_weekend if weekend else habits.p_work_weekday)
+        goes_out = ~works_today & (rng.random(n) < habits.p_out)
+        w_loc, w_kind, w_dwell, w_nb = self._working_day(rng, places, habits)
+        o_loc, o_kind, o_dwell, o_nb = self._day_off(rng, places, habits, explore_table, goes_out)
+        wt = works_today[:, None]
+        return (np.where(wt, w_loc, o_loc), np.where(wt, w_kind[None, :], o_kind[None, :]),
+                np.where(wt, w_dwell, o_dwell), np.where(wt, w_nb, o_nb))
 
-        clock = start + step * np.arange(S, dtype=float)           # (S,) minutes after midnight
-        regions = np.empty((n, n_days * S), dtype=np.int32)
-        roam = np.asarray(self.roam) * self.L                       # km
-        leisure_attr = leisure ** self.leisure_power + 1e-3
-        # Somewhere new near a place: 64 draws per region from the same gravity model, made
-        # once (one pass over the regions) instead of once per outing.
-        explore_table = self._gravity_choice(rng, np.repeat(np.arange(M), 64), leisure_attr,
-                                             self.favourite_scale * self.L).reshape(M, 64)
-        rows = np.arange(n)
+    def _working_day(self, rng: np.random.Generator, places: _Places, habits: _Habits) -> tuple[np.ndarray, ...]:
+        """Home, work, lunch, work, business trip, work, errand, home: the stops of :meth:`_day_plan`."""
+        n = places.homes.size
+        homes, works = places.homes, places.works
+        lunch_go = rng.random(n) < habits.p_lunch
+        trip_go = rng.random(n) < habits.p_trip
+        errand_go = rng.random(n) < habits.p_errand
+        lunch_t = 12 * 60 + rng.normal(0, 15, n)
+        trip_t = rng.uniform(13 * 60 + 30, 16 * 60, n)
+        end_t = habits.end_mu + rng.normal(0, 30, n)
+        loc = np.stack([homes, works, np.where(lunch_go, places.lunch, works), works,
+                        np.where(trip_go, places.trip, works), works,
+                        np.where(errand_go, places.zipf_pick(rng), works), homes], axis=1)
+        kind = np.array([_HOME, _WORK, _OUT, _WORK, _WORK, _WORK, _OUT, _HOME], dtype=np.int8)
+        dwell = np.stack([np.zeros(n), np.full(n, 30.0), np.where(lunch_go, rng.uniform(30, 55, n), 0),
+                          np.zeros(n), np.where(trip_go, rng.uniform(40, 100, n), 0), np.zeros(n),
+                          np.where(errand_go, rng.uniform(30, 150, n), 0), np.zeros(n)], axis=1)
+        not_before = np.stack([habits.leave_mu + rng.normal(0, 20, n),
+                               np.where(lunch_go, lunch_t, -_NEVER), np.full(n, -_NEVER),
+                               np.where(trip_go, trip_t, -_NEVER), np.full(n, -_NEVER), end_t,
+                               np.full(n, -_NEVER), np.full(n, -_NEVER)], axis=1)
+        return loc, kind, dwell, not_before
 
-        def zipf_pick():
-            return favourites[rows, np.searchsorted(zipf_cdf, rng.random(n), side="right")]
+    def _day_off(self, rng: np.random.Generator, places: _Places, habits: _Habits, explore_table: np.ndarray,
+                 goes_out: np.ndarray) -> tuple[np.ndarray, ...]:
+        """A day off (or no job): one to five outings, favourites first, sometimes somewhere new; the stops
+        of :meth:`_day_plan`. ``goes_out``: (n,) bool, who leaves home at all."""
+        n, K = places.homes.size, _STOPS
+        n_out = np.where(goes_out, np.minimum(1 + rng.poisson(habits.n_out_mu - 1.0), K - 2), 0)
+        loc = [places.homes]
+        for k in range(1, K - 1):
+            explore = rng.random(n) < 0.3
+            new = explore_table[loc[-1], rng.integers(0, explore_table.shape[1], n)]
+            loc.append(np.where(k <= n_out, np.where(explore, new, places.zipf_pick(rng)), loc[-1]))
+        loc.append(places.homes)
+        kind = np.full(K, _OUT, dtype=np.int8)
+        kind[[0, K - 1]] = _HOME
+        ks = np.arange(K)[None, :]
+        dwell = np.where((ks >= 1) & (ks <= n_out[:, None]), rng.uniform(30, 150, (n, K)), 0.0)
+        not_before = np.full((n, K), -_NEVER)
+        not_before[:, 0] = np.where(goes_out, habits.out_mu + rng.normal(0, 45, n), _NEVER)
+        return np.stack(loc, axis=1), kind, dwell, not_before
 
-        K = 8
-        never = 48 * 60.0    # a clock time after every slot: "not today"
-        z = rng.normal(size=(n, 2))   # standardised walk offset of each user
-        for day in range(n_days):
-            weekend = weekday[day] >= 5
-            works_today = rng.random(n) < (p_work_weekend if weekend else p_work_weekday)
-            goes_out = ~works_today & (rng.random(n) < p_out)
+    def _stop_times(self, loc: np.ndarray, dwell: np.ndarray, not_before: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Arrival and departure (minutes after midnight, each (n, K)) at each stop, stop by stop (the loop
+        runs over K stops, not users); the last stop is never left."""
+        K = loc.shape[1]
+        arr = np.empty(loc.shape)
+        dep = np.empty(loc.shape)
+        arr[:, 0] = -_NEVER
+        dep[:, 0] = not_before[:, 0]
+        for k in range(1, K):
+            arr[:, k] = dep[:, k - 1] + self._travel_minutes(loc[:, k - 1], loc[:, k])
+            dep[:, k] = np.maximum(arr[:, k] + dwell[:, k], not_before[:, k])
+        dep[:, K - 1] = np.inf
+        return arr, dep
 
-            # The day as K stops: location, kind, minimum dwell and earliest departure.
-            # A skipped stop repeats the previous location with no dwell (no travel).
-
-            # Working day: home, work, lunch, work, business trip, work, errand, home.
-            lunch_go = rng.random(n) < p_lunch
-            trip_go = rng.random(n) < p_trip
-            errand_go = rng.random(n) < p_errand
-            lunch_t = 12 * 60 + rng.normal(0, 15, n)
-            trip_t = rng.uniform(13 * 60 + 30, 16 * 60, n)
-            end_t = end_mu + rng.normal(0, 30, n)
-            w_loc = np.stack([homes, works, np.where(lunch_go, lunch, works), works,
-                              np.where(trip_go, trip, works), works,
-                              np.where(errand_go, zipf_pick(), works), homes], axis=1)
-            w_kind = np.array([_HOME, _WORK, _OUT, _WORK, _WORK, _WORK, _OUT, _HOME], dtype=np.int8)
-            w_dwell = np.stack([np.zeros(n), np.full(n, 30.0), np.where(lunch_go, rng.uniform(30, 55, n), 0),
-                                np.zeros(n), np.where(trip_go, rng.uniform(40, 100, n), 0), np.zeros(n),
-                                np.where(errand_go, rng.uniform(30, 150, n), 0), np.zeros(n)], axis=1)
-            w_nb = np.stack([leave_mu + rng.normal(0, 20, n),
-                             np.where(lunch_go, lunch_t, -never), np.full(n, -never),
-                             np.where(trip_go, trip_t, -never), np.full(n, -never), end_t,
-                             np.full(n, -never), np.full(n, -never)], axis=1)
-            # Day off (or no job): one to five outings, favourites first, sometimes somewhere new.
-            n_out = np.where(goes_out, np.minimum(1 + rng.poisson(n_out_mu - 1.0), K - 2), 0)
-            o_loc = [homes]
-            for k in range(1, K - 1):
-                explore = rng.random(n) < 0.3
-                new = explore_table[o_loc[-1], rng.integers(0, explore_table.shape[1], n)]
-                o_loc.append(np.where(k <= n_out, np.where(explore, new, zipf_pick()), o_loc[-1]))
-            o_loc.append(homes)
-            o_loc = np.stack(o_loc, axis=1)
-            o_kind = np.full(K, _OUT, dtype=np.int8)
-            o_kind[[0, K - 1]] = _HOME
-            ks = np.arange(K)[None, :]
-            o_dwell = np.where((ks >= 1) & (ks <= n_out[:, None]), rng.uniform(30, 150, (n, K)), 0.0)
-            o_nb = np.full((n, K), -never)
-            o_nb[:, 0] = np.where(goes_out, out_mu + rng.normal(0, 45, n), never)
-
-            wt = works_today[:, None]
-            loc = np.where(wt, w_loc, o_loc)
-            kind = np.where(wt, w_kind[None, :], o_kind[None, :])
-            dwell = np.where(wt, w_dwell, o_dwell)
-            not_before = np.where(wt, w_nb, o_nb)
-
-            # Arrival and departure times, stop by stop (the loop runs over K stops, not users).
-            arr = np.empty((n, K))
-            dep = np.empty((n, K))
-            arr[:, 0] = -never
-            dep[:, 0] = not_before[:, 0]
-            for k in range(1, K):
-                arr[:, k] = dep[:, k - 1] + self._travel_minutes(loc[:, k - 1], loc[:, k])
-                dep[:, k] = np.maximum(arr[:, k] + dwell[:, k], not_before[:, k])
-            dep[:, K - 1] = np.inf
-
-            # Where is everyone at each slot: at a stop, or on the line between two stops.
-            bounds = np.stack([arr, dep], axis=2).reshape(n, 2 * K)
-            seg = (bounds[:, None, :] <= clock[None, :, None]).sum(2)      # (n, S) in 1..2K-1
-            stop = seg // 2                                                 # current or next stop
-            travelling = (seg % 2) == 0                                     # between dep[k-1] and arr[k]
-            r = rows[:, None]
-            here = self.xy_km[loc[r, stop]]                                 # (n, S, 2)
-            prev = self.xy_km[loc[r, np.maximum(stop - 1, 0)]]
-            t0 = bounds[r, np.maximum(2 * stop - 1, 0)]
-            t1 = bounds[r, 2 * stop]
-            frac = np.clip((clock[None, :] - t0) / np.maximum(t1 - t0, 1e-9), 0.0, 1.0)
-            pos = np.where(travelling[..., None], prev + frac[..., None] * (here - prev), here)
-            sigma = np.where(travelling, roam[3], roam[kind[r, stop]]) * mobility[:, None]
-            # The walk around a stop: an AR(1) offset with pauses, continuous across slots
-            # (and days), so consecutive slots are near each other yet cover several cells.
-            z_day = np.empty((n, S, 2))
-            for s_ in range(S):
-                pause = rng.random(n) < self.pause
-                z_new = self.roam_memory * z + np.sqrt(1.0 - self.roam_memory ** 2) * rng.normal(size=(n, 2))
-                z = np.where(pause[:, None], z, z_new)
-                z_day[:, s_] = z
-            offset = z_day * sigma[..., None]
-            reg = self._km_to_region(pos + offset)
-            at_station = travelling & (rng.random((n, S)) < self.station_share)
-            reg = np.where(at_station, self.nearest_station[reg], reg)
-            drift = (kind[r, stop] != _HOME) & (rng.random((n, S)) < self.busy_share)
-            regions[:, day * S:(day + 1) * S] = np.where(drift, self.busiest_neighbour[reg], reg)
-
-        traces = Traces(np.arange(1, n + 1, dtype=np.int64), np.arange(1, n_days * S + 1, dtype=np.int64),
-                        regions)
-        return CitySimulation(traces, homes.astype(np.int64), works.astype(np.int64), roles, favourites)
+    def _day_regions(self, rng: np.random.Generator, loc: np.ndarray, kind: np.ndarray, arr: np.ndarray,
+                     dep: np.ndarray, clock: np.ndarray, mobility: np.ndarray,
+                     z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where everyone is at each slot of the day, (n, S) regions: at a stop, or on the line between
+        two stops, plus the walk around it; some in a station while travelling, some drawn to the
+        busiest neighbouring region away from home. ``z`` (n, 2): the walk's offset, carried across
+        days; returns the regions and the offset at the day's end."""
+        n, K = loc.shape
+        S = clock.size
+        bounds = np.stack([arr, dep], axis=2).reshape(n, 2 * K)
+        seg = (bounds[:, None, :] <= clock[None, :, None]).sum(2)      # (n, S) in 1..2K-1
+        stop = seg // 2                                                 # current or next stop
+        travelling = (seg % 2) == 0                                     # between dep[k-1] and arr[k]
+        r = np.arange(n)[:, None]
+        here = self.xy_km[loc[r, stop]]                                 # (n, S, 2)
+        prev = self.xy_km[loc[r, np.maximum(stop - 1, 0)]]
+        t0 = bounds[r, np.maximum(2 * stop - 1, 0)]
+        t1 = bounds[r, 2 * stop]
+        frac = np.clip((clock[None, :] - t0) / np.maximum(t1 - t0, 1e-9), 0.0, 1.0)
+        pos = np.where(travelling[..., None], prev + frac[..., None] * (here - prev), here)
+        roam = np.asarray(self.roam) * self.L                           # km
+        sigma = np.where(travelling, roam[3], roam[kind[r, stop]]) * mobility[:, None]
+        # The walk around a stop: an AR(1) offset with pauses, continuous across slots
+        # (and days), so consecutive slots are near each other yet cover several cells.
+        z_day = np.empty((n, S, 2))
+        for s_ in range(S):
+            pause = rng.random(n) < self.pause
+            z_new = self.roam_memory * z + np.sqrt(1.0 - self.roam_memory ** 2) * rng.normal(size=(n, 2))
+            z = np.where(pause[:, None], z, z_new)
+            z_day[:, s_] = z
+        reg = self._km_to_region(pos + z_day * sigma[..., None])
+        at_station = travelling & (rng.random((n, S)) < self.station_share)
+        reg = np.where(at_station, self.nearest_station[reg], reg)
+        drift = (kind[r, stop] != _HOME) & (rng.random((n, S)) < self.busy_share)
+        return np.where(drift, self.busiest_neighbour[reg], reg), z
 
     def simulate(self, n_users: int, n_days: int, *, time_axis: TimeAxis | None = None,
                  slots_per_day: int | None = None, start_minute: int | None = None,
