@@ -529,6 +529,52 @@ def _mates_occupancy(labels: np.ndarray, O: np.ndarray, M: int):
     return occupied
 
 
+def _check_kmeans(grid: Grid, *, k, s_req, margin, rings, iterations, lambda_u) -> None:
+    """A6-kmeans's parameters in their ranges, else a ValueError naming the parameter."""
+    _check_range("k", k, 1, integer=True)
+    _check_range("s_req", s_req, 0.0, 1.0)
+    _check_range("margin", margin, 0.0, 1.0)
+    _check_range("rings", rings, 1, max(grid.nx, grid.ny), integer=True)
+    _check_range("iterations", iterations, 1, integer=True)
+    _check_range("lambda_u", lambda_u, 0.0)
+    if lambda_u <= 0:
+        raise ValueError(f"parameter lambda_u: expected a positive distance in km, got {lambda_u!r}")
+
+
+class _UtilityBudget:
+    """A6-kmeans's moves within the utility it may spend: the output must keep s_U >= s_req + margin.
+
+    Every output is a single region, for which both utility conventions give u = max(0, 1 - d/lambda_U),
+    so an event moved by d km costs min(1, d/lambda_U) and the budget is (1 - s_req - margin) * m * L.
+    Moves are taken greedily in one fixed uniformly random event ``order``, each tier (:meth:`take`)
+    taking the longest prefix whose summed cost fits (exactly what a binary search on the share of events
+    moved would find, in one pass). A later tier may move an event again (ring 1 to ring 2), paying only
+    the extra cost. If the first tier alone exceeds the budget, a random subset that fits is kept and
+    nothing else moves.
+
+    ``flat``: (m*L,) original regions; ``distance``: (M, M) km; ``order``: (m*L,) a permutation.
+    """
+
+    def __init__(self, flat: np.ndarray, distance: np.ndarray, lambda_u: float, budget: float,
+                 order: np.ndarray):
+        self.flat, self.distance, self.lambda_u, self.order = flat, distance, lambda_u, order
+        self.out = flat.copy()                      # the output region of each event
+        self.cost = np.zeros(flat.size)             # current utility loss of each event
+        self.remaining = budget
+
+    def take(self, candidates: np.ndarray, new_region: np.ndarray) -> bool:
+        """Apply the longest prefix (in ``order``) of the candidate moves (``candidates``: (m*L,) bool;
+        ``new_region``: (m*L,) regions) that fits the budget left; True if all fit."""
+        idx = self.order[candidates[self.order]]
+        extra = np.minimum(1.0, self.distance[self.flat[idx], new_region[idx]] / self.lambda_u) - self.cost[idx]
+        n = int(np.searchsorted(np.cumsum(extra), self.remaining, side="right"))
+        chosen = idx[:n]
+        self.out[chosen] = new_region[chosen]
+        self.remaining -= extra[:n].sum()
+        self.cost[chosen] += extra[:n]
+        return n == len(idx)
+
+
 @register("A6-kmeans", "anonymizer", params=(
     Param("k", int, 100, "number of k-means clusters of visit-count vectors; paper 5.2"),
     Param("s_req", float, 0.7, "utility requirement the output must meet; paper 3.4 / SPEC 7"),
@@ -577,32 +623,16 @@ def kmeans_anonymize(grid: Grid, original: Traces, rng: np.random.Generator, *, 
        region (:func:`nearest_other_hospital`): hospital events weigh 10 in
        trace inference, and the move stays short.
 
-    Utility budget: the output must keep s_U >= ``s_req`` + ``margin``. Every
-    output is a single region, for which both utility conventions give
-    u = max(0, 1 - d/lambda_U), so an event moved by d km costs
-    min(1, d/lambda_U) and the budget is (1 - s_req - margin) * m * L. Moves
-    are taken greedily in a fixed uniformly random event order, each tier
-    taking the longest prefix whose summed cost fits (exactly what a binary
-    search on the share of events moved would find, in one pass):
+    The moves are taken within the utility budget (:class:`_UtilityBudget`):
     hospital replacements first, then the ring-1 moves of the other events,
-    then, while budget remains, upgrades of ring-(t-1) moves to ring-t moves
-    (each paying the extra cost) for t = 2..``rings``. If the hospital
-    replacements alone exceed the budget a random subset that fits is kept
-    and nothing else moves. The final s_U is checked with
-    :func:`scoring.scores.utility`.
+    then, while budget remains, upgrades to ring 2..``rings``. The final s_U
+    is checked with :func:`scoring.scores.utility`.
 
     On the 2019 Osaka practice set (40 slots) every event moves one ring
     (s_U ~ 0.79) and about 40 % then move to ring 2 (s_U = s_req + margin).
     Only the original traces are used (an anonymizer gets no reference traces).
     """
-    _check_range("k", k, 1, integer=True)
-    _check_range("s_req", s_req, 0.0, 1.0)
-    _check_range("margin", margin, 0.0, 1.0)
-    _check_range("rings", rings, 1, max(grid.nx, grid.ny), integer=True)
-    _check_range("iterations", iterations, 1, integer=True)
-    _check_range("lambda_u", lambda_u, 0.0)
-    if lambda_u <= 0:
-        raise ValueError(f"parameter lambda_u: expected a positive distance in km, got {lambda_u!r}")
+    _check_kmeans(grid, k=k, s_req=s_req, margin=margin, rings=rings, iterations=iterations, lambda_u=lambda_u)
     _check_traces(grid, original)
     M, O = grid.M, original.regions.astype(np.int64)
     m, L = O.shape
@@ -610,7 +640,6 @@ def kmeans_anonymize(grid: Grid, original: Traces, rng: np.random.Generator, *, 
     if n_events == 0:
         return _singletons(original, grid, O)
     flat = O.ravel()
-    dist = grid.distance
 
     # (1) k-means on visit-count vectors.
     rows = np.repeat(np.arange(m), L)
@@ -624,33 +653,18 @@ def kmeans_anonymize(grid: Grid, original: Traces, rng: np.random.Generator, *, 
     occupied = _mates_occupancy(labels, O, M) if avoid_mates else None
     targets = [_ring_targets(grid, t, pair_user, pair_region, pair_of_event, counts, means, occupied, rng)
                for t in range(1, int(rings) + 1)]
-    order = rng.permutation(n_events)                              # the one random order of all moves
-
-    out = flat.copy()
-    cost = np.zeros(n_events)                                      # current utility loss of each event
-    remaining = (1.0 - (s_req + margin)) * n_events
-
-    def take(candidates: np.ndarray, new_region: np.ndarray) -> bool:
-        """Apply the longest prefix (in ``order``) of candidate moves that fits; True if all fit."""
-        nonlocal remaining
-        idx = order[candidates[order]]
-        extra = np.minimum(1.0, dist[flat[idx], new_region[idx]] / lambda_u) - cost[idx]
-        n = int(np.searchsorted(np.cumsum(extra), remaining, side="right"))
-        chosen = idx[:n]
-        out[chosen] = new_region[chosen]
-        remaining -= extra[:n].sum()
-        cost[chosen] += extra[:n]
-        return n == len(idx)
+    budget = _UtilityBudget(flat, grid.distance, lambda_u, (1.0 - (s_req + margin)) * n_events,
+                            rng.permutation(n_events))
 
     # (3) hospital replacements first, then (2) ring by ring.
     is_hosp = grid.hospital_mask[flat] if hospitals else np.zeros(n_events, dtype=bool)
-    all_fit = take(is_hosp, nearest_other_hospital(grid)[flat])
+    all_fit = budget.take(is_hosp, nearest_other_hospital(grid)[flat])
     for target in targets:
         if not all_fit:
             break
-        all_fit = take(~is_hosp, target)
+        all_fit = budget.take(~is_hosp, target)
 
-    anon = _singletons(original, grid, out.reshape(m, L))
+    anon = _singletons(original, grid, budget.out.reshape(m, L))
     achieved = utility(grid, original, anon, lambda_u=lambda_u)  # the judge's own scorer has the last word
     if achieved < s_req:  # pragma: no cover - the budget above is the same formula
         raise RuntimeError(f"A6-kmeans produced s_U = {achieved} < s_req = {s_req}")
