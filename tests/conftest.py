@@ -80,7 +80,7 @@ def fast_passwords(settings):
 
 @pytest.fixture(autouse=True)
 def _empty_cache():
-    """Each test starts with an empty cache (the results pages cache their tables in it)."""
+    """Each test starts with an empty cache (the page cache, the state stamp and the render limits live in it)."""
     from django.core.cache import cache
     cache.clear()
     yield

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MB = 1 << 20
-#: A scoring job's bound (README, Reliability: "a scoring job under 1.5 GB"); a contest whose sets would need
+#: A scoring job's bound (docs/operator.md, Reliability: "a scoring job under 1.5 GB"); a contest whose sets would need
 #: more is refused before it exists.
 WORKER_BOUND_MB = 1536
 #: A worker process before its job: Python, Django, numpy and the judge (145 MB measured) and the job's own

@@ -156,7 +156,7 @@ class Report:
                 f"whole round: {self.whole_round_seconds():.1f} s"]
 
     def table(self) -> str:
-        """The stage table as printed by the command (and kept in the README for the full size)."""
+        """The stage table as printed by the command (and kept in docs/benchmarks.md for the full size)."""
         lines = [f"{'round':>5} {'stage':<24} {'count':>6} {'jobs':>5} {'wall s':>8} {'here MB':>8} "
                  f"{'workers MB':>10}  note"]
         for s in self.stages:
