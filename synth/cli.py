@@ -217,10 +217,8 @@ def cmd_compare(args) -> int:
     return compare.main(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
+def _add_city(sub) -> None:
+    """``city``: simulate the built-in city's training traces and points of interest."""
     c = sub.add_parser("city", help="simulate the built-in city model (training traces + POIs) over the "
                                     "contest's full day, as the platform trains")
     c.add_argument("--users", type=int, default=CD["train_users"], help=f"default {CD['train_users']}")
@@ -234,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grid", help="info_region.csv of the grid (default: 2019 Tokyo)")
     c.set_defaults(func=cmd_city)
 
+
+def _add_train(sub) -> None:
+    """``train``: every synthesizer's training options (each option's help names its method)."""
     t = sub.add_parser("train", help="train a synthesizer on a user_id,time_id,reg_id file",
                        description="Train a synthesizer. Methods: " + "; ".join(
                            f"{k}: {v}" for k, v in METHODS.items()) + ".")
@@ -286,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--grid", help="info_region.csv of the grid")
     t.set_defaults(func=cmd_train)
 
+
+def _add_generate(sub) -> None:
+    """``generate``: a round's data sets from a trained model."""
     g = sub.add_parser("generate", help="generate a round's contest datasets from a model")
     g.add_argument("model")
     g.add_argument("--teams", type=int, required=True)
@@ -308,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--grid", help="info_region.csv of the contest grid")
     g.set_defaults(func=cmd_generate)
 
+
+def _add_calibrate(sub) -> None:
+    """``calibrate``: a contest-size set against the 2019 Osaka data."""
     k = sub.add_parser("calibrate", help="generate a contest-size set and compare its statistics and "
                                          "sample-attack scores with the 2019 Osaka data")
     k.add_argument("--users", type=int, default=2000)
@@ -330,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
     k.set_defaults(func=cmd_calibrate)
 
+
+def _add_compare(sub) -> None:
+    """``compare``: every synthesizer on the same training data."""
     q = sub.add_parser("compare", help="every synthesizer on the same training data: realism, diversity, "
                                        "re-identification of the raw sets (table, CSV, PNG)")
     q.add_argument("--data", choices=("city", "osaka"), default="city",
@@ -344,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--out", default="compare", help="folder of compare.md, .csv, .json and .png")
     q.set_defaults(func=cmd_compare)
 
+
+def _add_metrics(sub) -> None:
+    """``metrics``: realism of synthetic against real traces."""
     m = sub.add_parser("metrics", help="realism metrics of synthetic vs real traces")
     m.add_argument("real")
     m.add_argument("synth")
@@ -351,8 +364,15 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--other-team", help="a second team's synthetic traces (diversity: Same-TV vs Diff-TV)")
     m.add_argument("--grid", help="info_region.csv of the grid")
     m.set_defaults(func=cmd_metrics)
-    return p
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand per ``_add_*`` function below."""
+    p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in (_add_city, _add_train, _add_generate, _add_calibrate, _add_compare, _add_metrics):
+        add(sub)
+    return p
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
