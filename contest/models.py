@@ -500,13 +500,14 @@ class RoundFigures(models.Model):
 
 
 class Bundle(models.Model):
-    """A zip of many stored files, built once by a ``build_bundle`` job and served from disk
+    """A zip of many stored files, built once by a ``build_bundle`` job and streamed from the database
     (contest.services.bundles): a round's attack material, or the organizer's export of everything.
 
     ``inputs`` is the SHA-256 of the bundle's member list (paths, checksums, what each is): a page
     serves the bundle whose inputs equal what it would hold now, so an outdated one is never served.
-    The zip itself lies in ``settings.TRACECUP_BUNDLE_DIR`` under ``file_name``: it is derived data,
-    rebuilt from the database wherever it is missing.
+    The zip itself is the stored file ``file`` (its chunks in the database, like every upload), so any
+    machine serves what any worker built; ``size`` and ``sha256`` are the zip's, as ``file`` says.
+    A row without a file (one built before zips were stored) counts as not built and is built again.
     """
 
     ATTACK_MATERIAL, EXPORT = "attack_material", "export"
@@ -516,7 +517,9 @@ class Bundle(models.Model):
     round = models.ForeignKey(Round, null=True, blank=True, on_delete=models.CASCADE, related_name="bundles")
     kind = models.CharField(max_length=20, choices=KINDS)
     inputs = models.CharField(max_length=64, help_text="SHA-256 of the member list")
-    file_name = models.CharField(max_length=200, help_text="the zip's name in TRACECUP_BUNDLE_DIR")
+    file_name = models.CharField(max_length=200, help_text="the zip's name in a download")
+    file = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             help_text="the zip; empty for a bundle built before zips were stored")
     size = models.BigIntegerField(help_text="bytes of the zip")
     sha256 = models.CharField(max_length=64, help_text="SHA-256 of the zip")
     files = models.PositiveIntegerField(help_text="stored files in the zip")

@@ -19,8 +19,6 @@ folders under the var dir are made by ``contest.apps.ContestConfig.ready``.
 - ``TRACECUP_PRODUCTION=1``: production hardening (HTTPS-only cookies, HSTS,
   SSL redirect, proxy header), so that ``manage.py check --deploy`` is clean.
 - ``TRACECUP_VAR_DIR``: where the SQLite file and the filesystem broker live.
-- ``TRACECUP_BUNDLE_DIR``: where the built attack material and exports lie
-  (default ``var/bundles``; shared by the web servers and the results workers).
 - ``TRACECUP_JOB_TIME_LIMIT``: seconds a job may run before its worker kills it
   (default 900); ``TRACECUP_JOB_STALE_SECONDS``: a running job whose heartbeat
   is older is queued again by the sweep (default 60).
@@ -181,10 +179,6 @@ TRACECUP_PAGE_STAMP_SECONDS = env.int("TRACECUP_PAGE_STAMP_SECONDS", default=1)
 #: Public pages a client address may have rendered (not served from the cache) per minute; 0: no limit
 #: (the default outside TRACECUP_PRODUCTION: the demo, tests and benchmarks come from one address).
 TRACECUP_PAGE_RENDERS_PER_MINUTE = env.int("TRACECUP_PAGE_RENDERS_PER_MINUTE", default=120 if PRODUCTION else 0)
-#: Where built bundles (a round's attack material, the organizer's export) lie as zips
-#: (contest.services.bundles). Derived data, rebuilt where missing; the web servers and the workers
-#: of the results queue share it (docker-compose: the ``bundles`` volume).
-TRACECUP_BUNDLE_DIR = Path(env.str("TRACECUP_BUNDLE_DIR", default=str(VAR_DIR / "bundles")))
 
 # ----- database -------------------------------------------------------------
 DATABASE_URL = env.str("DATABASE_URL", default="") or f"sqlite:///{VAR_DIR / 'tracecup.sqlite3'}"

@@ -7,10 +7,7 @@ so the registry is complete in the web server, the worker, commands and tests.
 """
 from __future__ import annotations
 
-import logging
-
 from celery import shared_task
-from celery.signals import worker_ready
 
 from contest.services import (  # noqa: F401 (register handlers)
     analyses,
@@ -25,23 +22,6 @@ from contest.services import (  # noqa: F401 (register handlers)
     schedule,
     uploads,
 )
-
-log = logging.getLogger(__name__)
-
-
-@worker_ready.connect
-def check_bundle_folder(sender=None, **_kwargs) -> list[str]:
-    """At a worker's start, say what is wrong with its bundle folder (``bundles.bundle_dir_problems``: not
-    writable, or not the folder where the built zips are), once, in its log, rather than let every
-    download that misses rebuild a zip."""
-    try:
-        problems = bundles.bundle_dir_problems()
-    except Exception as exc:  # noqa: BLE001 - the database may not be up yet: a start is never refused for this
-        log.warning("the bundle folder could not be checked at start: %s", exc)
-        return []
-    for problem in problems:
-        log.error("bundle folder: %s", problem)
-    return problems
 
 
 @shared_task(name=jobs.RUN_JOB_TASK, bind=True, acks_late=True, reject_on_worker_lost=True,

@@ -83,9 +83,8 @@ class WorkerEnv:
 
     def __init__(self, tmp_path: Path, extra: dict | None = None):
         self.tmp_path = tmp_path
-        # the worker builds bundles where this process serves them from (tests/conftest.py: one folder a test)
         self.env = dict(os.environ, DATABASE_URL=database_url(), CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1",
-                        TRACECUP_BUNDLE_DIR=str(settings.TRACECUP_BUNDLE_DIR), **(extra or {}))
+                        **(extra or {}))
         self.broker_dir = tmp_path / "broker" if settings.CELERY_BROKER_URL.startswith("filesystem") else None
         if self.broker_dir is not None:
             self.env["TRACECUP_BROKER_DIR"] = str(self.broker_dir)
@@ -97,15 +96,16 @@ class WorkerEnv:
     def log_path(self) -> Path:
         return self.tmp_path / f"worker{self.starts}.log"
 
-    def start(self, concurrency: int = 2, queues: str = queues.ALL_QUEUES) -> subprocess.Popen:
+    def start(self, concurrency: int = 2, queues: str = queues.ALL_QUEUES, env: dict | None = None) -> subprocess.Popen:
         """Start ``celery worker`` on ``queues`` (default: every job queue) in its own process group and
-        wait until it is ready. Several may run at once (one per set of queues); :meth:`stop` stops all."""
+        wait until it is ready. Several may run at once (one per set of queues); :meth:`stop` stops all.
+        ``env`` adds variables for this worker alone (another machine's ``TRACECUP_VAR_DIR`` and ``TMPDIR``)."""
         self.starts += 1
         log_path = self.log_path
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 worker_command(queues, concurrency, f"itest{os.getpid()}-{self.starts}"),
-                cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=ROOT, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         _RUNNING.add(proc)
         self.proc = proc
         self.procs.append(proc)

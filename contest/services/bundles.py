@@ -10,12 +10,12 @@ format, so whoever receives it can check what arrived.
 The attack material (about 1.7 GB of CSV at the 2019 size) and the export are
 built **once**, by a ``build_bundle`` job, not per request: a :class:`Plan`
 says what a bundle holds now (one query, no file bytes); its ``inputs`` key
-(SHA-256 of the member list) names the :class:`~contest.models.Bundle` row
-and the zip on disk (``settings.TRACECUP_BUNDLE_DIR``) that a download
-streams, with the zip's own SHA-256 in its headers. A bundle whose members
-changed has another key, so an outdated zip is never served; a zip missing
-on this machine (a new web host, a wiped disk) is built again, because the
-database holds everything it is made of.
+(SHA-256 of the member list) names the :class:`~contest.models.Bundle` row,
+whose zip is a stored file like any upload (written through
+``storage.Packer`` as it is built, never whole in memory), so a web server on
+any machine streams what a worker on any other built, with the zip's SHA-256
+in its headers. A bundle whose members changed has another key, so an
+outdated zip is never served.
 """
 from __future__ import annotations
 
@@ -23,14 +23,10 @@ import functools
 import hashlib
 import json
 import logging
-import os
-import uuid
 import zipfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -156,7 +152,7 @@ class Plan:
 
     @property
     def file_name(self) -> str:
-        """The zip's name on disk and in a download (the inputs' first 12 hex digits keep versions apart)."""
+        """The zip's name in a download and in storage (the inputs' first 12 hex digits keep versions apart)."""
         where = f"_round{self.round.number}" if self.round is not None else ""
         stem = "attack_material" if self.kind == Bundle.ATTACK_MATERIAL else "everything"
         return f"{stem}_{self.contest.slug}{where}_{self.inputs[:12]}.zip"
@@ -234,48 +230,10 @@ def plan(contest: Contest, kind: str, round_: Round | None = None) -> Plan:
     raise ValueError(f"unknown bundle kind {kind!r}")
 
 
-def bundle_dir() -> Path:
-    folder = Path(settings.TRACECUP_BUNDLE_DIR)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def bundle_dir_problems() -> list[str]:
-    """What is wrong with this machine's bundle folder, for a worker's start (empty: nothing).
-
-    The results workers write the zips that the web servers stream, so on several machines the folder
-    must be one shared folder. A worker that cannot write it, or that does not see the zips the database
-    says were built (written by another machine into a folder this one does not share), would build them
-    again at every download that misses; it says so at start instead.
-    """
-    folder = Path(settings.TRACECUP_BUNDLE_DIR)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".probe-{uuid.uuid4().hex}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        return [f"TRACECUP_BUNDLE_DIR={folder} cannot be written here ({exc}): the attack material and exports "
-                "built by this worker would be lost; mount the folder the web servers share"]
-    built = list(Bundle.objects.values_list("file_name", flat=True))
-    missing = [name for name in built if not (folder / name).is_file()]
-    if missing:
-        return [f"TRACECUP_BUNDLE_DIR={folder} holds {len(built) - len(missing)} of the {len(built)} bundles the "
-                f"database says were built (missing: {', '.join(sorted(missing)[:3])}{', ...' if len(missing) > 3 else ''})"
-                ": is it the folder the web servers and the other workers share? Every download that misses a "
-                "zip has it built again"]
-    return []
-
-
-def path_of(bundle: Bundle) -> Path:
-    """Where ``bundle``'s zip lies on this machine."""
-    return Path(settings.TRACECUP_BUNDLE_DIR) / bundle.file_name
-
-
 def current(p: Plan) -> Bundle | None:
-    """The built bundle holding exactly what ``p`` says, if its zip is on this machine's disk."""
-    bundle = Bundle.objects.filter(contest=p.contest, kind=p.kind, inputs=p.inputs).first()
-    return bundle if bundle is not None and path_of(bundle).is_file() else None
+    """The built bundle holding exactly what ``p`` says (its zip stored), if there is one."""
+    return (Bundle.objects.filter(contest=p.contest, kind=p.kind, inputs=p.inputs, file__isnull=False)
+            .select_related("file").first())
 
 
 def build_job(p: Plan) -> Job | None:
@@ -301,29 +259,19 @@ def request_build(p: Plan, *, user=None) -> Job | None:
 
 
 def build(p: Plan, *, job=None) -> Bundle:
-    """Write ``p``'s zip into the bundle folder (under a temporary name, renamed when complete, so a
-    half-written zip is never served) and record it; older bundles of the same kind are removed."""
+    """Write ``p``'s zip into storage as it is built (one stored file, recorded only once complete, so
+    a half-written zip is never served) and record it; older bundles of the same kind are forgotten."""
     found = current(p)
     if found is not None:
         return found
-    folder = bundle_dir()
-    final = folder / p.file_name
-    part = folder / f".{p.file_name}.{uuid.uuid4().hex}.part"
-    try:
-        write_bundle(part, p.members, extra=p.extra,
+    with storage.Packer() as out:
+        write_bundle(out, p.members, extra=p.extra,
                      manifest={**p.manifest, "created_at": timezone.now().isoformat(), "inputs": p.inputs},
                      on_member=lambda i, n, m: jobs.progress(job, 0.95 * i / max(n, 1), f"adding {m.path}"))
-        jobs.progress(job, 0.96, "computing the zip's SHA-256")
-        sha = hashlib.sha256()
-        with open(part, "rb") as f:
-            while block := f.read(storage.CHUNK):
-                sha.update(block)
-        size = part.stat().st_size
-        os.replace(part, final)
-    finally:
-        part.unlink(missing_ok=True)
-    fields = {"round": p.round, "file_name": p.file_name, "size": size, "sha256": sha.hexdigest(),
-              "files": len(p.members), "created_at": timezone.now()}
+        jobs.progress(job, 0.96, "storing the zip")
+        stored = out.store(p.file_name, content_type="application/zip")
+    fields = {"round": p.round, "file_name": p.file_name, "file": stored, "size": stored.size,
+              "sha256": stored.sha256, "files": len(p.members), "created_at": timezone.now()}
     try:
         with transaction.atomic():
             bundle, _created = Bundle.objects.update_or_create(contest=p.contest, kind=p.kind, inputs=p.inputs,
@@ -335,12 +283,9 @@ def build(p: Plan, *, job=None) -> Bundle:
 
 
 def _remove_older(bundle: Bundle) -> None:
-    """Forget the older bundles of ``bundle``'s kind (and round): their contents are outdated. A download
-    already streaming one keeps reading it (an open file outlives its name)."""
-    older = Bundle.objects.filter(contest=bundle.contest, kind=bundle.kind, round=bundle.round).exclude(pk=bundle.pk)
-    for old in older:
-        path_of(old).unlink(missing_ok=True)
-    older.delete()
+    """Forget the older bundles of ``bundle``'s kind (and round): their contents are outdated. Their zips
+    stay stored (stored files are append-only), so a download already streaming one reads it to the end."""
+    Bundle.objects.filter(contest=bundle.contest, kind=bundle.kind, round=bundle.round).exclude(pk=bundle.pk).delete()
 
 
 @jobs.handles("build_bundle")

@@ -57,25 +57,65 @@ def store_bytes(data: bytes, name: str, *, user=None, content_type: str = "text/
 def store_upload(source, name: str, *, user=None, content_type: str = "text/csv") -> StoredFile:
     """Store an upload, ``bytes`` or a binary file object (a request's file spooled to disk), exactly.
 
-    A file object is read in slices, hashed and compressed as it streams into a temporary file,
-    then written to the database a chunk at a time: whatever the upload's size, this process holds
-    about two chunks of it (a web worker stays small for any upload the size cap admits).
+    A file object is read in slices through a :class:`Packer`: whatever the upload's size, this
+    process holds about two chunks of it (a web worker stays small for any upload the size cap admits).
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         return store_bytes(bytes(source), name, user=user, content_type=content_type)
     source.seek(0)
-    sha, size, packer = hashlib.sha256(), 0, None
-    with tempfile.TemporaryFile(prefix="tracecup-store-") as packed:
+    with Packer() as packer:
         while block := source.read(CHUNK):
-            packer = packer or zlib.compressobj(_level(block[:4]))
-            sha.update(block)
-            size += len(block)
-            packed.write(packer.compress(block))
-        packed.write((packer or zlib.compressobj(BLOB_LEVEL)).flush())
-        compressed_size = packed.tell()
-        packed.seek(0)
-        return _store(packed, compressed_size, name=name, sha256=sha.hexdigest(), size=size,
+            packer.write(block)
+        return packer.store(name, content_type=content_type, user=user)
+
+
+class Packer:
+    """A writable binary stream that becomes a stored file: what is written is hashed and compressed
+    as it comes into a local temporary file, and :meth:`store` writes it to the database a chunk at a
+    time in one short transaction.
+
+    Whatever is written (an upload, a zip of 1.7 GB of CSV being built), the process holds about two
+    chunks of it. The transaction is opened only at :meth:`store`, not while the content is made:
+    on SQLite a write transaction locks every other writer out, and building a 2019-size attack
+    material takes tens of seconds. The level of compression is chosen by the first bytes written
+    (an archive is stored at level 0). Use it as a context manager, so the temporary file goes either way.
+    """
+
+    def __init__(self):
+        self._packed = tempfile.TemporaryFile(prefix="tracecup-store-")
+        self._sha = hashlib.sha256()
+        self._packer = None
+        self.size = 0  # bytes written so far (the original content)
+
+    def write(self, block) -> int:
+        """Hash and compress ``block`` (bytes-like; the first write should hold at least 4 bytes, which
+        choose the level); returns its length, as a file's ``write`` does."""
+        if self._packer is None:
+            self._packer = zlib.compressobj(_level(bytes(block[:4])))
+        self._sha.update(block)
+        self.size += len(block)
+        self._packed.write(self._packer.compress(block))
+        return len(block)
+
+    def flush(self) -> None:
+        """Nothing to do: the content is stored by :meth:`store` (``zipfile`` flushes its stream)."""
+
+    def store(self, name: str, *, content_type: str = "text/csv", user=None) -> StoredFile:
+        """Store what was written as one file; returns its row. Call it once, after the last write."""
+        self._packed.write((self._packer or zlib.compressobj(BLOB_LEVEL)).flush())
+        compressed_size = self._packed.tell()
+        self._packed.seek(0)
+        return _store(self._packed, compressed_size, name=name, sha256=self._sha.hexdigest(), size=self.size,
                       content_type=content_type, user=user)
+
+    def close(self) -> None:
+        self._packed.close()
+
+    def __enter__(self) -> Packer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _store(packed: BinaryIO, compressed_size: int, *, name: str, sha256: str, size: int, content_type: str,

@@ -15,16 +15,17 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, HttpResponse, JsonResponse
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.utils.translation import check_for_language, ngettext
 from django.utils.translation import gettext as _
 
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, Team
-from contest.services import bundles
+from contest.services import bundles, storage
 from contest.services.errors import ServiceError
 from contest.upload_rule import contest_upload_limit, limit_text
 from scoring.errors import MESSAGES
@@ -351,7 +352,7 @@ def _is_number(text: str) -> bool:
 
 def bundle_download(request, plan: bundles.Plan, *, title: str, back_url: str, back_label: str,
                     nav: str, sub: str | None = None):
-    """Serve the built zip of ``plan`` (streamed from disk, its SHA-256 in ``X-Checksum-SHA256``,
+    """Serve the built zip of ``plan`` (streamed from its stored chunks, its SHA-256 in ``X-Checksum-SHA256``,
     ``Digest`` and ``ETag``), or queue its build and answer 202 with a page that follows the job.
 
     ``?status=1`` answers the page's poll: ``{finished, html}``, the html offering the download
@@ -359,8 +360,9 @@ def bundle_download(request, plan: bundles.Plan, *, title: str, back_url: str, b
     """
     built = bundles.current(plan)
     if built is not None and request.GET.get("status") != "1":
-        response = FileResponse(open(bundles.path_of(built), "rb"), as_attachment=True,
-                                filename=built.file_name, content_type="application/zip")
+        response = StreamingHttpResponse(storage.iter_bytes(built.file), content_type="application/zip")
+        response["Content-Disposition"] = content_disposition_header(True, built.file_name)
+        response["Content-Length"] = str(built.size)
         response["X-Checksum-SHA256"] = built.sha256
         response["Digest"] = "sha-256=" + base64.b64encode(bytes.fromhex(built.sha256)).decode()
         response["ETag"] = f'"{built.sha256}"'

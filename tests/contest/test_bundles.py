@@ -3,8 +3,9 @@
 Every zip has a manifest and checksums a team can verify, each path once. The
 attack material is built at phase close and the export on demand, by jobs: a
 download streams the zip a job built, never one built in the request; a bundle
-whose members changed is built again and the outdated zip is neither served nor
-kept; a zip missing on this machine is rebuilt from the database.
+whose members changed is built again and the outdated zip is never served. The
+zips are stored in the database like every file, so a worker on another machine
+(nothing shared but the database and the broker) builds what the web serves.
 """
 from __future__ import annotations
 
@@ -13,14 +14,23 @@ import io
 import json
 import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 from django.db import connection
 
-from contest.models import Bundle, Job, PublicSet, Team
-from contest.services import bundles, storage, uploads
-from tests.contest.conftest import built_on_generated, upload_all_and_close, user
-from tests.worker import worker_env  # noqa: F401  (fixture)
+from contest.models import Bundle, Dataset, Job, Phase, PublicSet, StoredFile, Team
+from contest.services import bundles, generation, judge, storage, uploads
+from contest.services.setup import create_contest
+from tests.contest.conftest import (
+    anonymize_csv,
+    built_on_generated,
+    contest_spec,
+    move_phase,
+    upload_all_and_close,
+    user,
+)
+from tests.worker import wait_for_jobs, worker_env  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +68,8 @@ def closed(request):
         contest, {1: ("A1-none", {}), 2: ("A3-kRR", {"eps": 8.0}), 3: ("A1-none", {})}, capture))
 
 
-def _zip_sha(bundle: Bundle) -> str:
-    return hashlib.sha256(bundles.path_of(bundle).read_bytes()).hexdigest()
+def _zip(bundle: Bundle) -> bytes:
+    return storage.read_bytes(bundle.file)
 
 
 def test_the_attack_material_is_built_once_at_phase_close(closed):
@@ -68,9 +78,11 @@ def test_the_attack_material_is_built_once_at_phase_close(closed):
     assert Job.objects.filter(contest=closed, kind="build_bundle", status=Job.SUCCEEDED).count() == 1
     plan = bundles.attack_material_plan(rnd)
     assert built.inputs == plan.inputs and built.round == rnd and bundles.current(plan) == built
-    assert _zip_sha(built) == built.sha256 and bundles.path_of(built).stat().st_size == built.size
+    body = _zip(built)  # stored in the database, its SHA-256 and size the zip's own
+    assert hashlib.sha256(body).hexdigest() == built.sha256 == built.file.sha256 and len(body) == built.size
+    assert built.file.name == built.file_name and built.file.content_type == "application/zip"
     # it holds what the plan says: every public set's pubtraces and reference, info files, no secrets
-    with zipfile.ZipFile(bundles.path_of(built)) as zf:
+    with zipfile.ZipFile(io.BytesIO(body)) as zf:
         names = set(zf.namelist()) - {"MANIFEST.json", "SHA256SUMS"}
     assert names == {m.path for m in plan.members} and built.files == len(plan.members)
     assert not any(n.startswith(("ptable", "orgtraces", "anotraces")) for n in names)
@@ -86,7 +98,7 @@ def test_one_job_per_bundle_whatever_the_number_of_requests(closed):
     assert Job.objects.filter(contest=closed, kind="build_bundle", args__bundle=Bundle.EXPORT).count() == 1
 
 
-def test_an_outdated_export_is_never_served_and_is_removed(closed, django_capture_on_commit_callbacks):
+def test_an_outdated_export_is_never_served_and_is_forgotten(closed, django_capture_on_commit_callbacks):
     old = bundles.build(bundles.export_plan(closed))
     assert bundles.current(bundles.export_plan(closed)) == old
     target = PublicSet.objects.get(dataset__round__contest=closed, dataset__number=1, dataset__challenge=1)
@@ -97,16 +109,19 @@ def test_an_outdated_export_is_never_served_and_is_removed(closed, django_captur
     plan = bundles.export_plan(closed)
     assert plan.inputs != old.inputs and bundles.current(plan) is None
     new = bundles.build(plan)
-    assert new.file_name != old.file_name and _zip_sha(new) == new.sha256
-    assert not bundles.path_of(old).exists() and not Bundle.objects.filter(pk=old.pk).exists()
-    with zipfile.ZipFile(bundles.path_of(new)) as zf:
+    assert new.file_name != old.file_name and hashlib.sha256(_zip(new)).hexdigest() == new.sha256
+    assert not Bundle.objects.filter(pk=old.pk).exists()
+    # the old zip stays stored (append-only): a download streaming it when it was replaced reads it to the end
+    assert hashlib.sha256(_zip(old)).hexdigest() == old.sha256
+    with zipfile.ZipFile(io.BytesIO(_zip(new))) as zf:
         assert any(n.startswith("round1/attacks/team002_") and n.endswith("/late.csv") for n in zf.namelist())
 
 
-def test_a_zip_missing_on_this_machine_is_built_again(closed, django_capture_on_commit_callbacks):
+def test_a_bundle_recorded_without_its_stored_zip_is_built_again(closed, django_capture_on_commit_callbacks):
+    """A row from before the zips were stored in the database (its zip was in a folder) counts as not built."""
     rnd = closed.rounds.get()
     built = Bundle.objects.get(contest=closed, kind=Bundle.ATTACK_MATERIAL)
-    bundles.path_of(built).unlink()  # a new web host, a wiped disk
+    Bundle.objects.filter(pk=built.pk).update(file=None)
     plan = bundles.attack_material_plan(rnd)
     assert bundles.current(plan) is None
     with django_capture_on_commit_callbacks(execute=True):
@@ -114,65 +129,94 @@ def test_a_zip_missing_on_this_machine_is_built_again(closed, django_capture_on_
     job.refresh_from_db()
     assert job.status == Job.SUCCEEDED and job.progress == 1.0
     again = bundles.current(plan)
-    assert again is not None and again.inputs == built.inputs and _zip_sha(again) == again.sha256
+    assert again.pk == built.pk and again.file_id is not None and again.inputs == built.inputs
+    assert hashlib.sha256(_zip(again)).hexdigest() == again.sha256
 
 
-def test_a_failed_build_leaves_no_partial_zip(closed, monkeypatch):
+def test_a_failed_build_stores_nothing(closed, monkeypatch, tmp_path):
     plan = bundles.export_plan(closed)
+    files = StoredFile.objects.count()
 
     def broken(*args, **kwargs):
         raise OSError("disk full")
     monkeypatch.setattr(bundles.storage, "iter_bytes", broken)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where the zip is packed before it is stored
     with pytest.raises(OSError, match="disk full"):
         bundles.build(plan)
-    folder = bundles.bundle_dir()
-    assert bundles.current(plan) is None and not list(folder.glob(f"*{plan.inputs[:12]}*"))
-    assert not list(folder.glob(".*.part"))
+    assert bundles.current(plan) is None and StoredFile.objects.count() == files
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_docker_compose_shares_the_bundle_folder_between_web_and_the_results_workers():
-    """The workers that build bundles (results queue) and the web servers that stream them see one folder."""
-    from pathlib import Path
+@pytest.mark.slow
+def test_building_a_bundle_holds_a_few_chunks_of_it_in_memory(make_contest):
+    """The zip is hashed and compressed as it is written, never whole in memory: 72 MB of CSV members
+    (a 33 MB zip) are zipped and stored with a Python memory peak under 16 MB (tracemalloc: what Python
+    allocates; 11.7 MB on this machine for a zip of 5.6 MB and of 45 MB alike: it does not grow with it)."""
+    import tracemalloc
 
+    import numpy as np
+    rows = np.random.default_rng(1).integers(1, 1025, size=(3_000_000, 1))
+    content = b"reg_id\n" + b"\n".join(str(v).encode() for v in rows[:, 0]) + b"\n"
+    stored = [storage.store_bytes(content, f"part{i}.csv") for i in range(6)]  # 12 MB each
+    p = bundles.Plan(Bundle.EXPORT, make_contest(slug="memory"), None,
+                     bundles.members(bundles.Entry(s.pk) for s in stored), {"contest": "memory"})
+    del content, rows
+    tracemalloc.start()
+    try:
+        built = bundles.build(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert built.size > 30 * 2**20 and peak < 16 * 2**20, (built.size, peak)
+
+
+def test_docker_compose_shares_no_folder_between_machines():
+    """The web servers and the workers share only PostgreSQL and Redis: no volume but the database's
+    own and the static files (collected by migrate, served by nginx) is mounted by an app service."""
     import yaml
-
-    from contest import queues
     compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text())
-    folder = compose["x-app-env"]["TRACECUP_BUNDLE_DIR"]
-    builders = [name for name, svc in compose["services"].items() if "worker" in (svc.get("command") or [])
-                and queues.QUEUE_OF["build_bundle"] in svc["command"][svc["command"].index("-Q") + 1].split(",")]
-    assert builders
-    for name in builders + ["web"]:
-        mounts = compose["services"][name].get("volumes") or []
-        assert any(m.split(":")[1] == folder and m.split(":")[0] in compose["volumes"] for m in mounts), name
-
-
-def test_a_worker_says_at_start_when_its_bundle_folder_is_not_the_shared_one(tmp_path, settings, make_contest):
-    from contest.tasks import check_bundle_folder
-    settings.TRACECUP_BUNDLE_DIR = str(tmp_path / "bundles")
-    assert bundles.bundle_dir_problems() == [] and check_bundle_folder() == []   # a fresh, writable folder
-    contest = make_contest(slug="shared")
-    Bundle.objects.create(contest=contest, kind=Bundle.EXPORT, inputs="0" * 64, file_name="everything_shared_1.zip",
-                          sha256="0" * 64, size=1, files=1)
-    problems = check_bundle_folder()        # the zip the database knows was written on another machine
-    assert len(problems) == 1 and "holds 0 of the 1 bundles" in problems[0] and "everything_shared_1.zip" in problems[0]
-    (tmp_path / "bundles" / "everything_shared_1.zip").write_bytes(b"zip")
-    assert check_bundle_folder() == []
-    (tmp_path / "not-a-folder").write_text("a file where the folder should be")
-    settings.TRACECUP_BUNDLE_DIR = str(tmp_path / "not-a-folder" / "bundles")
-    problems = check_bundle_folder()
-    assert len(problems) == 1 and "cannot be written here" in problems[0]
+    assert not any(key.endswith("_DIR") for key in compose["x-app-env"]), compose["x-app-env"]
+    for name in ("web", "worker", "worker-teams", "beat"):
+        assert not compose["services"][name].get("volumes"), name
 
 
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
-def test_a_real_worker_with_an_unwritable_bundle_folder_says_so_in_its_log(worker_env, tmp_path):
-    import time
-    (tmp_path / "a-file").write_text("a file where the shared folder should be mounted")
-    worker_env.env["TRACECUP_BUNDLE_DIR"] = str(tmp_path / "a-file" / "bundles")
-    worker_env.start(concurrency=1, queues="results")
-    deadline = time.time() + 30
-    while "bundle folder:" not in worker_env.log_path.read_text() and time.time() < deadline:
-        time.sleep(0.3)
-    log = worker_env.log_path.read_text()
-    assert "bundle folder: TRACECUP_BUNDLE_DIR=" in log and "cannot be written here" in log, log[-2000:]
+def test_a_round_on_two_worker_machines_sharing_only_the_database_and_the_broker(worker_env, tmp_path, client):
+    """Two worker "machines", each with its own var folder and temporary folder: one generates, scores and
+    judges, the other (the only one on the results queue) builds the attack material; the web process
+    (this one, a third machine) serves the zip with its SHA-256."""
+    machines = {name: {"TRACECUP_VAR_DIR": str(tmp_path / name / "var"), "TMPDIR": str(tmp_path / name / "tmp")}
+                for name in ("judge", "builder")}
+    for env in machines.values():
+        for folder in env.values():
+            Path(folder).mkdir(parents=True)
+    worker_env.start(concurrency=1, queues="interactive,generation,judge", env=machines["judge"])
+    worker_env.start(concurrency=1, queues="results", env=machines["builder"])
+    builder_log = worker_env.log_path
+    contest = create_contest(contest_spec(slug="machines"))
+    rnd = contest.rounds.get()
+    generation.request_generation(rnd)
+    wait_for_jobs(contest)
+    for ds in Dataset.objects.filter(round=rnd, kind=Dataset.TEAM).select_related("team"):
+        uploads.submit_anonymized_set(user=user(f"{ds.team.name.lower()}1"), dataset=ds,
+                                      content=anonymize_csv(ds, "A1-none", seed=ds.number), name="a.csv")
+    wait_for_jobs(contest)
+    move_phase(rnd, Phase.ANONYMIZATION, -3, -1)
+    move_phase(rnd, Phase.ATTACK, -1, 24)
+    judge.request_close(rnd)
+    wait_for_jobs(contest, timeout=600)
+
+    built = Bundle.objects.get(contest=contest, kind=Bundle.ATTACK_MATERIAL)
+    job = Job.objects.get(contest=contest, kind="build_bundle", status=Job.SUCCEEDED)
+    assert job.celery_id and job.celery_id in builder_log.read_text()  # built on the builder machine
+    client.force_login(user("alpha1"))
+    r = client.get(f"/c/{contest.slug}/team/round/1/attack-material.zip")
+    assert r.status_code == 200
+    body = b"".join(r.streaming_content)
+    assert hashlib.sha256(body).hexdigest() == built.sha256 == r["X-Checksum-SHA256"] and len(body) == built.size
+    with zipfile.ZipFile(io.BytesIO(body)) as zf:
+        assert zf.testzip() is None and len(json.loads(zf.read("MANIFEST.json"))["files"]) == built.files
+    # nothing was left on either machine's disk: no zip, no packed temporary file
+    left = [p for env in machines.values() for folder in env.values() for p in Path(folder).rglob("*") if p.is_file()]
+    assert not [p for p in left if p.suffix in (".zip", ".part") or "tracecup-store" in p.name], left
