@@ -368,6 +368,20 @@ CELERY_BEAT_SCHEDULE = {
         "options": {"queue": queues.SWEEP_QUEUE, "expires": TRACECUP_SWEEP_SECONDS},
     },
 }
+# ----- backups (contest.services.backup, manage.py backup / restore) ---------------------
+#: Where backups are written, how many of the newest are kept (0: all), and beat's period in seconds
+#: (default daily; 0: no scheduled backup, e.g. when the database host backs itself up). The scheduled
+#: backup goes to the sweep's queue, which every worker serves: with workers on several machines, set
+#: the folder to one mounted on each, or run ``manage.py backup`` from the database host's cron instead.
+TRACECUP_BACKUP_DIR = Path(env.str("TRACECUP_BACKUP_DIR", default=str(VAR_DIR / "backups")))
+TRACECUP_BACKUP_KEEP = env.int("TRACECUP_BACKUP_KEEP", default=7)
+TRACECUP_BACKUP_SECONDS = env.int("TRACECUP_BACKUP_SECONDS", default=24 * 3600)
+if TRACECUP_BACKUP_SECONDS > 0:
+    CELERY_BEAT_SCHEDULE["backup-database"] = {
+        "task": "contest.tasks.backup",
+        "schedule": timedelta(seconds=TRACECUP_BACKUP_SECONDS),
+        "options": {"queue": queues.SWEEP_QUEUE, "expires": TRACECUP_BACKUP_SECONDS},
+    }
 
 # ----- e-mail (announcements) -----------------------------------------------------
 # EMAIL_URL (smtp://user:password@host:587, ...) configures a real server; without it mail is printed
@@ -377,12 +391,6 @@ if env.str("EMAIL_URL", default=""):
 else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="TraceCup <noreply@localhost>")
-
-# ----- privacy notice -----------------------------------------------------------------
-#: A text file with the site's privacy notice, written by its operator (paragraphs separated by blank
-#: lines), shown at /privacy/ and linked from every page's footer and the sign-up page; read at each
-#: request. Empty: the page shows a default notice that describes what the platform stores.
-TRACECUP_PRIVACY_NOTICE_FILE = env.str("TRACECUP_PRIVACY_NOTICE_FILE", default="")
 
 # ----- production hardening -------------------------------------------------------
 if PRODUCTION:

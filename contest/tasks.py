@@ -12,6 +12,7 @@ from celery import shared_task
 from contest.services import (  # noqa: F401 (register handlers)
     analyses,
     announcements,
+    backup,
     bundles,
     generation,
     jobs,
@@ -37,3 +38,9 @@ def sweep(now=None) -> dict:
     report = jobs.requeue_stalled(now)
     report["phases_closed"] = schedule.close_due_phases(now)
     return report
+
+
+@shared_task(name="contest.tasks.backup", acks_late=True)
+def backup_database() -> str:
+    """Periodic (beat, ``TRACECUP_BACKUP_SECONDS``): a backup of the whole database (contest.services.backup)."""
+    return backup.backup_task()

@@ -19,7 +19,6 @@ from contest.models import (
     StoredFile,
     Team,
 )
-from contest.services.accounts import is_deleted
 from contest.services.generation import synthesizer_summary
 from contest.services.setup import MAX_ROUND_DAYS
 
@@ -82,9 +81,7 @@ class TeamSerializer(serializers.ModelSerializer):
         fields = ["id", "number", "name", "approved", "members"]
 
     def get_members(self, obj) -> list[dict]:
-        # A member who deleted the account is "deleted user", as on the pages (contest.services.accounts).
-        return [{"username": "deleted user" if is_deleted(m.user) else m.user.username, "role": m.role}
-                for m in obj.memberships.select_related("user")]
+        return [{"username": m.user.username, "role": m.role} for m in obj.memberships.select_related("user")]
 
 
 class DatasetSerializer(serializers.ModelSerializer):

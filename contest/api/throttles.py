@@ -34,7 +34,8 @@ class _SettingsRate(SimpleRateThrottle):
         return settings.TRACECUP_API_THROTTLE_RATES.get(self.scope)
 
     def get_ident(self, request):
-        from contest.lockout import client_address  # local: contest.lockout -> api.errors -> DRF views -> here
+        # Imported here: contest.lockout imports the API's errors, whose DRF views import this module.
+        from contest.lockout import client_address
         return client_address(request)
 
 
