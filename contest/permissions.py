@@ -48,7 +48,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from django.db.models import F, Value
+from django.contrib.auth import get_user_model
+from django.db.models import Count, F, Q, Value
 from django.utils.translation import gettext_noop
 
 from contest.models import (
@@ -506,3 +507,29 @@ def answer_is_public(user, method: str) -> bool:
     secret, which also covers a page added later that nobody thought to list.
     """
     return method in ("GET", "HEAD") and not getattr(user, "is_authenticated", False)
+
+
+# ----- accounts -------------------------------------------------------------------------
+def contests_left_without_organizer(user):
+    """The contests that are not over (a phase the judge has not closed, or no published results) and
+    that ``user`` alone organizes: deleting the account would leave each to the superusers alone."""
+    unfinished = (Q(rounds__phases__closed_at__isnull=True) | ~Q(snapshots__published=True))
+    alone = Contest.objects.annotate(n_organizers=Count("organizers", distinct=True)).filter(n_organizers=1)
+    return (Contest.objects.filter(organizers=user, pk__in=alone.values("pk"))
+            .filter(pk__in=Contest.objects.filter(unfinished).values("pk")).order_by("name"))
+
+
+def can_delete_account(user) -> Decision:
+    """An account's owner deletes it (``contest.services.accounts.delete_account``), unless someone else
+    would be left without what only this account does: the last active superuser, who alone administers
+    the site, or the only organizer of a contest that is not over, whose teams wait on it. A team's last
+    member may leave: the team and its results stay under the team's name."""
+    if not _authenticated(user):
+        return deny(gettext_noop("log in first"))
+    if user.is_superuser and not (get_user_model().objects.filter(is_superuser=True, is_active=True)
+                                  .exclude(pk=user.pk).exists()):
+        return deny(gettext_noop("the site's last superuser cannot delete the account: make another superuser first"))
+    if contests_left_without_organizer(user).exists():
+        return deny(gettext_noop("you are the only organizer of a contest that is not over: "
+                                 "add another organizer to it first"))
+    return ALLOW

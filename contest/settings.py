@@ -392,6 +392,12 @@ else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="TraceCup <noreply@localhost>")
 
+# ----- privacy notice -----------------------------------------------------------------
+#: A text file with the site's privacy notice, written by its operator (paragraphs separated by blank
+#: lines), shown at /privacy/ and linked from every page's footer and the sign-up page; read at each
+#: request. Empty: the page shows a default notice that describes what the platform stores.
+TRACECUP_PRIVACY_NOTICE_FILE = env.str("TRACECUP_PRIVACY_NOTICE_FILE", default="")
+
 # ----- production hardening -------------------------------------------------------
 if PRODUCTION:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

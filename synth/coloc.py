@@ -780,6 +780,14 @@ class ColocSynthesizer(ContestDaySynthesizer):
         return out.reshape(users, n_days, S).astype(np.int32)
 
 
+def least_users(params: dict) -> tuple[int, str]:
+    """(the fewest training users, why) with training ``params``: ``min_users``, the public bound of the
+    friendship probability's noise (:func:`train` refuses fewer)."""
+    need = int(params.get("min_users", TRAINING_DEFAULTS["min_users"]))
+    return need, (f"min_users = {need} (the public bound of coloc's friendship noise); "
+                  "set synthesizer_params.min_users")
+
+
 def city_params(city, train_users: int, params: dict) -> dict:
     """A contest's training parameters on the built-in city: ``hierarchy="categories"`` is the city's POI
     categories, and the city's size is the public bound of p''s noise: calibrated on training sets of at
@@ -806,4 +814,4 @@ register(Method(
              "max_rounds": with_reason(int_check(1, 1000), "planting rounds per set; work grows with it")},
     train=train, synthesizer=ColocSynthesizer, load=ColocModel.load,
     generator="coloc", generator_version=GENERATOR_VERSION, describe=ColocModel.describe,
-    city_params=city_params, fresh_noise=True))
+    city_params=city_params, fresh_noise=True, least_users=least_users))

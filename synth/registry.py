@@ -105,6 +105,9 @@ class Method:
             the common one (:func:`synth.methods.train_contest_model`).
         fresh_noise: the method's training noise is differential privacy's: it always comes from fresh
             operating-system randomness, never from a seed (:func:`synth.methods.training_seed`).
+        least_users: ``least_users(training params) -> (n, why)``: the fewest users of training traces the
+            method trains on with these parameters and, in words, why (coloc: its public ``min_users``); None
+            when any two users do. The platform refuses an organizer's traces with fewer users at once.
     """
 
     name: str
@@ -121,6 +124,7 @@ class Method:
     city_params: Callable[[Any, int, dict], dict] = _no_city_params
     train_contest: Callable | None = None
     fresh_noise: bool = False
+    least_users: Callable[[dict], tuple[int, str]] | None = None
 
     def option_problems(self, options: dict, *, label: str | None = None) -> list[tuple[str, object, str]]:
         """``(key, value, expected)`` of every generation option this method refuses; ``label`` names the

@@ -19,6 +19,7 @@ from contest.models import (
     StoredFile,
     Team,
 )
+from contest.services.accounts import is_deleted
 from contest.services.generation import synthesizer_summary
 from contest.services.setup import MAX_ROUND_DAYS
 
@@ -81,7 +82,9 @@ class TeamSerializer(serializers.ModelSerializer):
         fields = ["id", "number", "name", "approved", "members"]
 
     def get_members(self, obj) -> list[dict]:
-        return [{"username": m.user.username, "role": m.role} for m in obj.memberships.select_related("user")]
+        # A member who deleted the account is "deleted user", as on the pages (contest.services.accounts).
+        return [{"username": "deleted user" if is_deleted(m.user) else m.user.username, "role": m.role}
+                for m in obj.memberships.select_related("user")]
 
 
 class DatasetSerializer(serializers.ModelSerializer):

@@ -34,8 +34,7 @@ class _SettingsRate(SimpleRateThrottle):
         return settings.TRACECUP_API_THROTTLE_RATES.get(self.scope)
 
     def get_ident(self, request):
-        # Imported here: contest.lockout imports the API's errors, whose DRF views import this module.
-        from contest.lockout import client_address
+        from contest.lockout import client_address  # local: contest.lockout -> api.errors -> DRF views -> here
         return client_address(request)
 
 

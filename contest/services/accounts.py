@@ -1,19 +1,39 @@
-"""Accounts: the API token's rotation and revocation.
+"""Accounts: the API token's rotation and revocation, and deletion by the account's owner.
 
 An API token acts as its user without the password, so whoever learnt a password and made a token with
 it would keep the account after its owner changed the password. A new password therefore replaces the
 token (whatever set it: the password-change page, a reset by e-mail, the admin, ``changepassword``); the
 owner can also revoke it from the account page. Every change is audited.
+
+Deleting an account erases what is personal and keeps what the contest needs. The user row stays (the
+audit log, the uploads and the jobs point at it) under an anonymized username that no sign-up can take
+(:data:`DELETED_PREFIX` holds a character that usernames may not), without e-mail, name, password, tokens,
+sessions or login records; its memberships stay, so its team's uploads, scores and results stay under the
+team's name (a team's name is not personal) and the member shows as "deleted user".
 """
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import check_password
+from django.db import transaction
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
+from django.utils.translation import gettext_noop
 from rest_framework.authtoken.models import Token
 
+from contest import permissions
 from contest.services import audit
+
+#: The start of a deleted account's username; ``~`` is not among the characters a username may have
+#: (Django's validator: letters, digits and @.+-_), so no one can sign up as a deleted account.
+DELETED_PREFIX = "deleted~"
+
+#: How pages name a deleted account (translated by them: ``contest/templatetags/accounts.py``).
+DELETED_NAME = gettext_noop("deleted user")
+
+
+class AccountError(Exception):
+    """A refused account operation; the text is the reason, for the user."""
 
 
 def rotate_token(user, *, reason: str) -> Token | None:
@@ -56,3 +76,41 @@ def _rotate_on_new_password(sender, instance, raw=False, update_fields=None, **k
     stored = sender.objects.filter(pk=instance.pk).values_list("password", flat=True).first()
     if stored is not None and not check_password(new_password, stored):
         rotate_token(instance, reason="password")
+
+
+def is_deleted(user) -> bool:
+    """Whether ``user`` is an account deleted by its owner (pages show it as "deleted user")."""
+    return user is not None and (getattr(user, "username", "") or "").startswith(DELETED_PREFIX)
+
+
+def delete_account(user) -> None:
+    """Erase ``user``'s personal fields and keep its memberships (module docstring), if
+    :func:`contest.permissions.can_delete_account` allows it (:class:`AccountError` otherwise). The caller
+    has checked the password. Audited before the erasure, with the teams whose results stay."""
+    User = get_user_model()
+    with transaction.atomic():
+        user = User.objects.select_for_update().get(pk=user.pk)
+        decision = permissions.can_delete_account(user)
+        if not decision:
+            raise AccountError(decision.reason)
+        old_username = user.username
+        audit.record("delete_account", actor=user, obj=user,
+                     teams=sorted(user.memberships.values_list("team_id", flat=True)))
+        Token.objects.filter(user=user).delete()
+        user.organized_contests.clear()
+        user.username = f"{DELETED_PREFIX}{user.pk}"
+        user.email = user.first_name = user.last_name = ""
+        user.set_unusable_password()
+        user.is_active = user.is_staff = user.is_superuser = False
+        user.save()
+        _forget_logins(old_username)
+
+
+def _forget_logins(old_username: str) -> None:
+    """The login records that name the account (django-axes keeps usernames with client addresses). Its
+    sessions elsewhere end by themselves: an inactive user, or one whose password changed, is signed out
+    at its next request."""
+    from axes.models import AccessAttempt, AccessFailureLog, AccessLog  # local: only deletion reads them
+
+    for model in (AccessAttempt, AccessFailureLog, AccessLog):
+        model.objects.filter(username=old_username).delete()

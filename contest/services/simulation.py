@@ -275,34 +275,31 @@ class Simulation:
         return self._StageTimer(self, Stage(round=round_number, name=name))
 
     def play_round(self, rnd: Round) -> None:
+        """One round played through the real services, stage by stage (the stage table's rows): the teams'
+        uploads and their scoring, the close and the judge's attacks, the teams' attacks and their
+        scoring, the results."""
         contest = rnd.contest
-        grid = contest.grid()
-        axis = rnd.time_axis()
         members = {m.team.number: m.user for m in Membership.objects.filter(team__contest=contest)
                    .select_related("team", "user")}
+        self._anonymization_stages(rnd, members)
+        self._close_stage(rnd, members)
+        schedule.open_attack_now(rnd, user=self.organizer)
+        self._attack_stages(rnd, members)
+        self._results_stage(rnd)
+
+    def _anonymization_stages(self, rnd: Round, members: dict) -> None:
+        """Every team anonymizes its sets (some a broken file first) and uploads them; the judge scores them;
+        each team chooses its last valid set.
+
+        The teams' uploads of a stage are stored in their own stage and reach the judge's workers as one
+        batch when the judge's stage starts (jobs.Held): its time is the judge's work alone, not also this
+        process storing files on the same cores."""
+        contest = rnd.contest
         datasets = list(Dataset.objects.filter(round=rnd, kind=Dataset.TEAM)
                         .select_related("team", "original", "round__contest").order_by("number", "challenge"))
-
-        # The teams' uploads of a stage are stored in their own stage and reach the judge's workers as one
-        # batch when the judge's stage starts (jobs.Held): its time is the judge's work alone, not also
-        # this process storing files on the same cores (issue 23's scaling table).
         with jobs.Held() as uploads_batch:
             with self.stage(rnd.number, "anonymize (teams)") as st:
-                planned = []  # (dataset, [(file name, content)...]) in upload order
-                bar = self._bar(len(datasets), f"round {rnd.number}: teams anonymize")
-                for ds in datasets:
-                    name = self.plan.anonymizers[(ds.number + ds.challenge) % len(self.plan.anonymizers)]
-                    params = {k: self.rng.choice(v) for k, v in ANONYMIZER_CHOICES[name].items()}
-                    algorithm = get(name)
-                    anon = algorithm.run(grid, data.traces(ds.original, grid), seed=self.rng.randrange(2**31),
-                                         **{**algorithm.axis_params(axis), **params})
-                    content = data.anotraces_csv(anon)
-                    files = [(f"anotraces_{ds.label}_{name}.csv", content)]
-                    if self.rng.random() < self.plan.invalid_share:
-                        files.insert(0, (f"anotraces_{ds.label}_broken.csv", _drop_last_event(content)))
-                    planned.append((ds, files, f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"))
-                    bar.update(1)
-                bar.close()
+                planned = self._plan_anonymized(rnd, datasets)
                 st.count = sum(len(f) for _, f, _ in planned)
                 st.note = f"{st.count} files, {sum(len(f) > 1 for _, f, _ in planned)} broken, uploaded"
                 before = self._job_ids()
@@ -325,6 +322,31 @@ class Simulation:
                 st.count = len(sent)
                 st.note = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
+    def _plan_anonymized(self, rnd: Round, datasets: list) -> list:
+        """Each data set's files in upload order: ``(dataset, [(file name, content)...], label)``, made by
+        the plan's anonymizers with parameters drawn from ``self.rng``."""
+        grid, axis = rnd.contest.grid(), rnd.time_axis()
+        planned = []
+        bar = self._bar(len(datasets), f"round {rnd.number}: teams anonymize")
+        for ds in datasets:
+            name = self.plan.anonymizers[(ds.number + ds.challenge) % len(self.plan.anonymizers)]
+            params = {k: self.rng.choice(v) for k, v in ANONYMIZER_CHOICES[name].items()}
+            algorithm = get(name)
+            anon = algorithm.run(grid, data.traces(ds.original, grid), seed=self.rng.randrange(2**31),
+                                 **{**algorithm.axis_params(axis), **params})
+            content = data.anotraces_csv(anon)
+            files = [(f"anotraces_{ds.label}_{name}.csv", content)]
+            if self.rng.random() < self.plan.invalid_share:
+                files.insert(0, (f"anotraces_{ds.label}_broken.csv", _drop_last_event(content)))
+            planned.append((ds, files, f"{name}({', '.join(f'{k}={v}' for k, v in params.items())})"))
+            bar.update(1)
+        bar.close()
+        return planned
+
+    def _close_stage(self, rnd: Round, members: dict) -> None:
+        """The organizer closes the anonymization phase: pseudonymization and the judge's attacks, while a
+        team uploads to a later round (the probe of the teams' queue)."""
+        contest = rnd.contest
         with self.stage(rnd.number, "close + judge attacks") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ANONYMIZATION), user=self.organizer)
@@ -341,35 +363,13 @@ class Simulation:
                 st.note += (f"; an upload to round {probe.dataset.round.number} meanwhile was scored in "
                             f"{latency:.1f} s" if latency is not None else "; the probe upload was not scored")
 
-        schedule.open_attack_now(rnd, user=self.organizer)
-        targets = list(PublicSet.objects.filter(dataset__round=rnd, dataset__kind=Dataset.TEAM)
-                       .select_related("dataset__reference", "pubtraces"))
+    def _attack_stages(self, rnd: Round, members: dict) -> None:
+        """Every team attacks a share of the other teams' public sets with the plan's attacks, uploads the
+        files (held, as the anonymized sets are) and the judge scores them."""
+        contest = rnd.contest
         with jobs.Held() as attacks_batch:
             with self.stage(rnd.number, "attack (teams)") as st:
-                planned_attacks = []
-                chosen = {}
-                for team in sorted(members):
-                    others = [ps for ps in targets if ps.dataset.number != team]
-                    chosen[team] = self.rng.sample(others, round(self.plan.attack_share * len(others)))
-                n_targets = len({ps.pk for picks in chosen.values() for ps in picks})
-                bar = self._bar(n_targets, f"round {rnd.number}: teams attack")
-                for ps in targets:
-                    attackers = [t for t, picks in chosen.items() if ps in picks]
-                    if not attackers:
-                        continue
-                    reference, pub = data.traces(ps.dataset.reference, grid), data.pubtraces(ps.pubtraces, grid)
-                    for name in self.plan.attacks:
-                        algorithm = get(name)
-                        kind = AttackKind(algorithm.kind)
-                        for team in attackers:  # each team runs it with its own seed
-                            estimate = algorithm.run(grid, reference, pub, seed=self.rng.randrange(2**31),
-                                                     **algorithm.axis_params(axis))
-                            content = (data.etable_csv(estimate) if kind is AttackKind.REIDENTIFICATION
-                                       else data.etraces_csv(estimate))
-                            # sent gzipped, as teams do with big files (and the plan holds hundreds of them)
-                            planned_attacks.append((team, ps, kind.file_kind, gzip.compress(content, 1), name))
-                    bar.update(1)
-                bar.close()
+                planned_attacks, n_targets = self._plan_attacks(rnd, members)
                 st.count = len(planned_attacks)
                 st.note = f"{st.count} files ({', '.join(self.plan.attacks)}) on {n_targets} sets, uploaded"
                 before = self._job_ids()
@@ -386,6 +386,42 @@ class Simulation:
                 st.count = scored.count()
                 st.note = f"{scored.filter(status=Attack.VALID).count()} valid"
 
+    def _plan_attacks(self, rnd: Round, members: dict) -> tuple[list, int]:
+        """The attack files in upload order, ``(team, public set, file kind, gzipped content, attack)``, and
+        how many sets are attacked: each team picks its targets, then each attack runs once per attacker
+        with the attacker's own seed."""
+        grid, axis = rnd.contest.grid(), rnd.time_axis()
+        targets = list(PublicSet.objects.filter(dataset__round=rnd, dataset__kind=Dataset.TEAM)
+                       .select_related("dataset__reference", "pubtraces"))
+        planned_attacks = []
+        chosen = {}
+        for team in sorted(members):
+            others = [ps for ps in targets if ps.dataset.number != team]
+            chosen[team] = self.rng.sample(others, round(self.plan.attack_share * len(others)))
+        n_targets = len({ps.pk for picks in chosen.values() for ps in picks})
+        bar = self._bar(n_targets, f"round {rnd.number}: teams attack")
+        for ps in targets:
+            attackers = [t for t, picks in chosen.items() if ps in picks]
+            if not attackers:
+                continue
+            reference, pub = data.traces(ps.dataset.reference, grid), data.pubtraces(ps.pubtraces, grid)
+            for name in self.plan.attacks:
+                algorithm = get(name)
+                kind = AttackKind(algorithm.kind)
+                for team in attackers:  # each team runs it with its own seed
+                    estimate = algorithm.run(grid, reference, pub, seed=self.rng.randrange(2**31),
+                                             **algorithm.axis_params(axis))
+                    content = (data.etable_csv(estimate) if kind is AttackKind.REIDENTIFICATION
+                               else data.etraces_csv(estimate))
+                    # sent gzipped, as teams do with big files (and the plan holds hundreds of them)
+                    planned_attacks.append((team, ps, kind.file_kind, gzip.compress(content, 1), name))
+            bar.update(1)
+        bar.close()
+        return planned_attacks, n_targets
+
+    def _results_stage(self, rnd: Round) -> None:
+        """The attack phase closes (the results job), then the organizer publishes through this round."""
+        contest = rnd.contest
         with self.stage(rnd.number, "results") as st:
             before = self._job_ids()
             judge.close_phase_now(Phase.objects.get(round=rnd, kind=Phase.ATTACK), user=self.organizer)

@@ -30,7 +30,7 @@ from contest.services.uploads import RuleViolation
 from scoring.errors import ValidationError
 from scoring.grid import Grid, TimeAxis
 from scoring.io import read_traces
-from synth.coloc import TRAINING_DEFAULTS
+from synth import registry
 from synth.methods import SCHEMAS, load_model, method_of, train_model, training_seed
 
 KINDS = (Round.TRAINING_TRACES, Round.TRAINING_MODEL)
@@ -45,11 +45,11 @@ def _check_traces(content: bytes, grid: Grid, axis: TimeAxis, method: str, param
         raise RuleViolation(f"training traces: {exc}", status=400) from None
     if traces.m < 2:
         raise RuleViolation(f"training traces: {traces.m} user(s); training needs at least 2", status=400)
-    if method == "coloc":
-        need = int(params.get("min_users", TRAINING_DEFAULTS["min_users"]))
+    least_users = registry.get(method).least_users  # the method says what it needs beyond two users
+    if least_users is not None:
+        need, why = least_users(params)
         if traces.m < need:
-            raise RuleViolation(f"training traces: {traces.m} users, fewer than min_users = {need} (the public "
-                                f"bound of coloc's friendship noise); set synthesizer_params.min_users", status=400)
+            raise RuleViolation(f"training traces: {traces.m} users, fewer than {why}", status=400)
     return traces
 
 

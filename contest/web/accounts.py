@@ -1,11 +1,15 @@
 """Accounts and teams as contest sites have them: password reset by e-mail and password change
 (Django's own views, through the configured mail backend, in the page language, throttled like the
-login), the account page (e-mail, language, API token and its revocation), and a team's page (members, invitation code,
-renaming until the first upload; an organizer removes a member). Every change is audited."""
+login), the account page (e-mail, language, API token and its revocation), deleting one's account and the
+privacy notice, and a team's page (members, invitation code, renaming until the first upload; an organizer
+removes a member). Every change is audited."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, logout
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.mixins import LoginRequiredMixin
@@ -22,7 +26,7 @@ from contest.models import Membership, Team
 from contest.services import accounts, audit, teams
 
 from .common import Refusal, frame_context, get_contest, page, require, set_language_cookie
-from .forms import AccountForm, TeamNameForm
+from .forms import AccountForm, DeleteAccountForm, TeamNameForm
 
 
 class FrameMixin:
@@ -121,6 +125,53 @@ def revoke_token(request):
     if accounts.revoke_token(request.user):
         messages.success(request, _("Your API token was revoked: scripts using it are refused."))
     return redirect(reverse("web:account") + "#token")
+
+
+# ---------------------------------------------------------------- deleting one's account
+@login_required
+def delete_account(request):
+    """What deleting the account keeps and erases, and the deletion itself, confirmed with the password
+    (a wrong one is counted like a failed login)."""
+    user = request.user
+    form = DeleteAccountForm(request.POST or None)
+    decision = permissions.can_delete_account(user)
+    if request.method == "POST" and decision and form.is_valid():
+        if not user.check_password(form.cleaned_data["password"]):
+            if throttled(request, "delete_account", user.get_username()):
+                return throttled_response(request)
+            form.add_error("password", _("This is not your password."))
+        else:
+            try:
+                accounts.delete_account(user)
+            except accounts.AccountError as exc:
+                messages.error(request, _(str(exc)))
+                return redirect("web:delete_account")
+            logout(request)
+            messages.success(request, _("Your account was deleted."))
+            return redirect("web:home")
+    memberships = Membership.objects.filter(user=user).select_related("team__contest").order_by("team__contest__name")
+    teams_left = [m.team for m in memberships if not Membership.objects.filter(team=m.team).exclude(user=user)
+                  .filter(user__is_active=True).exists()]
+    ctx = {"form": form, "refusal": "" if decision else _(decision.reason), "memberships": memberships,
+           "teams_left": teams_left, "alone": permissions.contests_left_without_organizer(user)}
+    return page(request, "web/account_delete.html", ctx, nav="account")
+
+
+def privacy(request):
+    """The privacy notice: the operator's own text (``TRACECUP_PRIVACY_NOTICE_FILE``), else the default."""
+    return page(request, "web/privacy.html", {"notice": privacy_notice()}, nav="privacy")
+
+
+def privacy_notice() -> str:
+    """The operator's privacy notice, read at each request (an edit shows without a restart); "" when no
+    file is set, and the page shows its default text."""
+    path = settings.TRACECUP_PRIVACY_NOTICE_FILE
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 # ---------------------------------------------------------------- a team's page

@@ -6,13 +6,12 @@ import zoneinfo
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.forms import UserCreationForm
-from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
 from contest.services import parameters
 from contest.services.setup import MAX_ROUND_DAYS
-from synth.methods import CONTEST_SYNTHESIZERS
+from synth.methods import METHODS
 
 
 class SignUpForm(UserCreationForm):
@@ -75,21 +74,26 @@ class ContestYamlForm(forms.Form):
         return self.cleaned_data["yaml_text"]
 
 
-#: The synthesizers an organizer picks from (``synth.methods``), in the pages' words.
-SYNTHESIZER_CHOICES = (
-    ("ppmtf", _("PPMTF+ (per-user features; the 2019 contest's)")),
-    ("sglt", _("Semantic fake traces with privacy tests (Bindschaedler and Shokri)")),
-    ("coloc", _("Co-location-aware traces with differential privacy (Narita et al.)")),
-    ("city", _("Built-in city model, no training (rehearsals)")),
-)
-if tuple(k for k, _label in SYNTHESIZER_CHOICES) != CONTEST_SYNTHESIZERS:  # checked at import, also under python -O
-    raise ImproperlyConfigured("SYNTHESIZER_CHOICES must list CONTEST_SYNTHESIZERS, in order")
+#: The synthesizers' names in the pages' words (translated); a method with none here is offered under its
+#: registry title (``synth.methods.METHODS``). Which methods are offered, and in what order, is the registry's.
+SYNTHESIZER_LABELS = {
+    "ppmtf": _("PPMTF+ (per-user features; the 2019 contest's)"),
+    "sglt": _("Semantic fake traces with privacy tests (Bindschaedler and Shokri)"),
+    "coloc": _("Co-location-aware traces with differential privacy (Narita et al.)"),
+    "city": _("Built-in city model, no training (rehearsals)"),
+}
+
+
+def synthesizer_choices() -> list[tuple[str, str]]:
+    """The synthesizers an organizer picks from: every method of synth's registry, in its order, then the
+    city's people without training; asked when a form is built, so a method registered later is offered."""
+    return [(name, SYNTHESIZER_LABELS.get(name) or METHODS.get(name, name)) for name in (*METHODS, "city")]
 
 
 class ContestForm(forms.ModelForm):
     """Create a contest by form: the SPEC 12 parameters most often changed; the rest keep their defaults."""
 
-    synthesizer = forms.ChoiceField(label=_("Synthesizer"), choices=SYNTHESIZER_CHOICES, initial="ppmtf")
+    synthesizer = forms.ChoiceField(label=_("Synthesizer"), choices=synthesizer_choices, initial="ppmtf")
     synthesizer_params = forms.JSONField(
         label=_("Synthesizer parameters (JSON)"), required=False, initial=dict,
         widget=forms.Textarea(attrs={"rows": 3}),
