@@ -660,12 +660,19 @@ class Job(models.Model):
     #: the sweep sends it, a transactional outbox), and how many times.
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveIntegerField(default=0)
+    #: The team whose upload the job is about (None: the judge's own work). A worker's claim serves the
+    #: teams of a queue in turn (``jobs.claim_next``), so one team's burst never delays another's upload.
+    team = models.ForeignKey("Team", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+
+    #: The message of a preview job that a newer upload's preview replaced before it ran (``previews``).
+    SUPERSEDED = "superseded"
 
     class Meta:
         ordering = ["-created_at", "-id"]
         # finished_at: the newest end of a job is part of the page cache's state stamp (contest.web.page_cache).
+        # team, started_at: when a worker last served the team, the claim's order (jobs.claim_next).
         indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["status", "sent_at"]),
-                   models.Index(fields=["finished_at"])]
+                   models.Index(fields=["finished_at"]), models.Index(fields=["team", "started_at"])]
 
     def __str__(self):
         return f"job {self.pk} {self.kind} {self.status}"
@@ -674,6 +681,11 @@ class Job(models.Model):
     def retrying(self) -> bool:
         """Queued again after an attempt that did not finish (the worker stopped, a transient error)."""
         return self.status == Job.QUEUED and self.attempts > 0
+
+    @property
+    def superseded(self) -> bool:
+        """Never run: a newer upload's preview replaced it while it was queued."""
+        return self.status == Job.SUCCEEDED and self.message.startswith(Job.SUPERSEDED)
 
 
 class Announcement(models.Model):

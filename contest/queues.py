@@ -19,6 +19,21 @@ QUEUES: dict[str, tuple[str, ...]] = {
 #: job kind -> its queue
 QUEUE_OF: dict[str, str] = {kind: queue for queue, kinds in QUEUES.items() for kind in kinds}
 
+#: Ranks within a queue, first served first. A worker does not run the jobs in the broker's order: each
+#: message wakes it to claim its queue's next job by a database query (``contest.services.jobs.claim_next``),
+#: the queued job of the best rank, then of the team served least recently, then the oldest. The deadline's
+#: own work (the close, the judge's attacks) never waits behind previews, a team's convenience that a
+#: burst of uploads queues by the dozen. Kinds not listed rank ``SCORING``.
+CLOSE, SCORING, PREVIEW = 0, 1, 2
+RANK: dict[str, int] = {"close_anonymization": CLOSE, "close_set": CLOSE, "judge_attacks": CLOSE,
+                        "privacy_preview": PREVIEW}
+
+
+def rank(kind: str) -> int:
+    """The rank of job ``kind`` within its queue (:data:`RANK`; lower is served first)."""
+    return RANK.get(kind, SCORING)
+
+
 #: The teams' queue; also anything not routed by kind.
 DEFAULT_QUEUE = "interactive"
 

@@ -1,10 +1,13 @@
 """Reads (HackSoft style): what a user sees, filtered through ``contest.permissions``."""
 from __future__ import annotations
 
+import heapq
+
 from django.db.models import QuerySet
 
-from contest import permissions
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, PublicSet, ResultsSnapshot, Score, Team
+from contest import permissions, queues
+from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, ResultsSnapshot, Score, Team
+from contest.services import jobs
 
 
 def contests() -> QuerySet:
@@ -66,3 +69,66 @@ def team_scores(team: Team) -> dict:
                         .select_related("dataset")),
         "attacks": list(Score.objects.filter(attack__attacker=team, current=True).select_related("dataset")),
     }
+
+
+#: How many of a kind's latest runs its measured rate is the mean of.
+RECENT_RUNS = 20
+
+
+def queue_places(queued: list[Job]) -> dict[int, dict]:
+    """Where each job of ``queued`` (queued jobs) stands in its queue, and about how long until it is done.
+
+    ``{job id: {"place": n, "wait": seconds or None}}``: n is 1 for the next job a worker claims. The order
+    is the workers' claim (``jobs.fair_order``) played forward: best rank first, the teams in turn, each
+    team's oldest first. The wait adds the mean run time of the latest :data:`RECENT_RUNS` runs of each
+    job's kind (the measured rate) over the jobs ahead, shared by the processes busy on the queue now (at
+    least one), plus the job's own; None when no job of those kinds has run yet.
+    """
+    out: dict[int, dict] = {}
+    wanted = {job.pk for job in queued if job.status == Job.QUEUED}
+    for queue in sorted({queues.QUEUE_OF[job.kind] for job in queued if job.pk in wanted}):
+        order = _played_forward(queue)
+        means = _mean_run_seconds(queues.QUEUES[queue])
+        busy = max(Job.objects.filter(status=Job.RUNNING, kind__in=queues.QUEUES[queue]).count(), 1)
+        ahead, known = 0.0, True
+        for place, (pk, kind) in enumerate(order, start=1):
+            own = means.get(kind)
+            known = known and own is not None
+            if pk in wanted:
+                out[pk] = {"place": place, "wait": round(ahead / busy + own) if known else None}
+            ahead += own or 0.0
+    return out
+
+
+def _played_forward(queue: str) -> list[tuple[int, str]]:
+    """(id, kind) of every queued job of ``queue`` in the order the workers will claim them."""
+    rows = list(jobs.fair_order(queue).values_list("pk", "kind", "team_id", "served", "created_at"))
+    heads: dict = {}
+    for pk, kind, team, served, created in sorted(rows, key=lambda r: (queues.rank(r[1]), r[4], r[0])):
+        heads.setdefault(team if team is not None else ("judge", pk), []).append((pk, kind, served, created))
+    # a heap of each team's next job; a team just served goes behind every other (its served time is now)
+    heap = [(queues.rank(q[0][1]), (0, q[0][2]), q[0][3], q[0][0], key) for key, q in heads.items()]
+    heapq.heapify(heap)
+    order, turn = [], 0
+    while heap:
+        _rank, _served, _created, _pk, key = heapq.heappop(heap)
+        pk, kind, _s, _c = heads[key].pop(0)
+        order.append((pk, kind))
+        turn += 1
+        if heads[key]:
+            nxt = heads[key][0]
+            heapq.heappush(heap, (queues.rank(nxt[1]), (1, turn), nxt[3], nxt[0], key))
+    return order
+
+
+def _mean_run_seconds(kinds) -> dict[str, float]:
+    """The mean run time in seconds of the latest :data:`RECENT_RUNS` successful runs of each of ``kinds``."""
+    means = {}
+    for kind in kinds:
+        runs = (Job.objects.filter(kind=kind, status=Job.SUCCEEDED, started_at__isnull=False,
+                                   finished_at__isnull=False).order_by("-finished_at")
+                .values_list("started_at", "finished_at")[:RECENT_RUNS])
+        spans = [(end - start).total_seconds() for start, end in runs]
+        if spans:
+            means[kind] = sum(spans) / len(spans)
+    return means

@@ -19,13 +19,13 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
-from django.db.models import F, Q, Value
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
+from django.db.models import Case, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
@@ -33,7 +33,7 @@ from redis.exceptions import RedisError
 
 from contest.celery import app as celery_app
 from contest.models import Job
-from contest.queues import QUEUE_OF
+from contest.queues import DEFAULT_QUEUE, QUEUE_OF, QUEUES, RANK, rank
 from contest.services import audit, site_state
 from contest.services.errors import ServiceError
 
@@ -69,13 +69,8 @@ BROKER_ERRORS = (BrokerOperationalError, ConnectionError, OSError)
 OUTBOX_GRACE = timedelta(seconds=5)
 
 # Every kind has one queue (contest.queues): a team's upload never waits behind the judge's work.
-if sorted(QUEUE_OF) != sorted(KINDS):  # checked at import, also under python -O
-    raise ImproperlyConfigured("contest.queues.QUEUES must name every job kind once")
-
-#: Celery message priority per job kind (Redis: 0 is served first, 9 last); other kinds get 0.
-#: A privacy preview is a team's convenience and must never delay a phase close or the judge attacks
-#: that share its queue.
-PRIORITY = {"privacy_preview": 9}
+if sorted(QUEUE_OF) != sorted(KINDS) or not set(RANK) <= set(KINDS):  # checked at import, also under python -O
+    raise ImproperlyConfigured("contest.queues.QUEUES must name every job kind once, and RANK only job kinds")
 
 
 class TransientJobError(ServiceError):
@@ -108,11 +103,14 @@ def handler(kind: str) -> Callable[..., str | None]:
                           "that register them; is the contest app loaded?)") from None
 
 
-def create_job(kind: str, *, contest=None, user=None, dispatch: bool = True, **args) -> Job:
-    """Create a queued job and send it to the workers once the transaction commits."""
+def create_job(kind: str, *, contest=None, user=None, for_team=None, dispatch: bool = True, **args) -> Job:
+    """Create a queued job and send it to the workers once the transaction commits.
+
+    ``for_team``: the team whose upload the job is about, so that workers serve the teams in turn
+    (:func:`claim_next`); not ``team``, which is an argument of some kinds."""
     if kind not in KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
-    job = Job.objects.create(kind=kind, contest=contest, args=args,
+    job = Job.objects.create(kind=kind, contest=contest, args=args, team=for_team,
                              created_by=user if getattr(user, "is_authenticated", False) else None)
     if dispatch:
         send(job)
@@ -124,7 +122,7 @@ def retry(job: Job, *, user=None) -> Job:
     if job.status != Job.FAILED:
         raise ValueError(f"only a failed job can be retried (job {job.pk} is {job.status})")
     with transaction.atomic():
-        new = create_job(job.kind, contest=job.contest, user=user, **job.args)
+        new = create_job(job.kind, contest=job.contest, user=user, for_team=job.team, **job.args)
         audit.record("retry_job", contest=job.contest, actor=user, obj=new, retry_of=job.pk, kind=job.kind)
     return new
 
@@ -194,8 +192,10 @@ def dispatch(job_id: int, kind: str) -> bool:
     try:
         # No time limit in the message (explicit None; a signature would fill in the sender's): the worker
         # that runs the job applies its own TRACECUP_JOB_TIME_LIMIT, whatever the web process was given.
+        # No message priority either: the message only wakes a worker of the queue, whose claim picks the job
+        # (claim_next, by contest.queues.RANK).
         result = celery_app.send_task(RUN_JOB_TASK, args=(job_id,), queue=QUEUE_OF[kind],
-                                      priority=PRIORITY.get(kind, 0), time_limit=None, soft_time_limit=None)
+                                      time_limit=None, soft_time_limit=None)
     except BROKER_ERRORS as exc:
         log.warning("job %s not sent, the broker is unreachable (%s); the sweep sends it later", job_id, exc)
         return False
@@ -218,27 +218,31 @@ def progress(job: Job | None, fraction: float, message: str = "") -> None:
     job.progress, job.message = fraction, message
 
 
-def execute(job_id: int) -> str:
+def execute(job_id: int, *, pick: bool | None = None) -> str:
     """Run one job (called by the Celery task). Returns the final status.
 
-    A delivery first claims the job with one conditional UPDATE: only a queued
+    A delivery first claims a job with a conditional UPDATE: only a queued
     job, or a running one whose heartbeat is stale (its worker died), can be
     claimed, so of several deliveries of one message at most one runs the
     handler; the others return at once. While the handler runs, a heartbeat
     thread stamps ``heartbeat_at`` every ``TRACECUP_JOB_HEARTBEAT_SECONDS``,
     so the sweep can tell a long job from a dead one within a minute.
 
+    ``pick`` (the default on a worker, not in eager mode, whose caller waits for
+    its own job): the message of ``job_id`` only wakes the worker, which claims
+    its queue's next job in the fair order (:func:`claim_next`), whichever job
+    that is. Every job still has a message of its own, so every queued job
+    gets a delivery; ``job_id`` itself is claimed only when nothing of its
+    queue is queued (a dead worker's job whose heartbeat went stale).
+
     Raises :class:`TransientJobError` when the failure is worth a retry and
     attempts remain (the task turns it into a Celery retry).
     """
-    now = timezone.now()
     token = uuid.uuid4().hex
-    claimable = Q(status=Job.QUEUED) | Q(status=Job.RUNNING, heartbeat_at__lt=now - stale_after())
+    if pick is None:
+        pick = not celery_app.conf.task_always_eager
     try:
-        claimed = Job.objects.filter(claimable, pk=job_id, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS).update(
-            status=Job.RUNNING, claim=token, attempts=F("attempts") + 1,
-            started_at=Coalesce("started_at", Value(now)), heartbeat_at=now, error="")
-        job = Job.objects.filter(pk=job_id).first()
+        job, claimed = _claim(job_id, token, pick)
     except TRANSIENT_DATABASE_ERRORS as exc:  # the job's row is as it was: a later delivery claims it
         _close_connections()
         raise TransientJobError(str(exc)) from exc
@@ -269,6 +273,73 @@ def execute(job_id: int) -> str:
                           message=(message or "done")[:300], heartbeat_at=timezone.now())
     site_state.changed()  # a job's end is part of the pages' stamp
     return Job.SUCCEEDED
+
+
+def _claim(job_id: int, token: str, pick: bool) -> tuple[Job | None, bool]:
+    """The job this delivery runs and whether it claimed it: its queue's next one (``pick``), else
+    ``job_id`` itself if it is queued or its worker died (see :func:`execute`)."""
+    now = timezone.now()
+    if pick:
+        kind = Job.objects.filter(pk=job_id).values_list("kind", flat=True).first()
+        picked = claim_next(QUEUE_OF.get(kind, DEFAULT_QUEUE), token, now) if kind is not None else None
+        if picked is not None:
+            return picked, True
+    claimable = Q(status=Job.QUEUED) | Q(status=Job.RUNNING, heartbeat_at__lt=now - stale_after())
+    claimed = Job.objects.filter(claimable, pk=job_id, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS).update(
+        **_claimed_fields(token, now))
+    return Job.objects.filter(pk=job_id).first(), bool(claimed)
+
+
+def _claimed_fields(token: str, now) -> dict:
+    """What a claim writes on the job's row: running, this delivery's, one more attempt, a fresh heartbeat."""
+    return {"status": Job.RUNNING, "claim": token, "attempts": F("attempts") + 1,
+            "started_at": Coalesce("started_at", Value(now)), "heartbeat_at": now, "error": ""}
+
+
+#: Before every job: the last-served time of a team never served, and of the judge's own jobs (no team).
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def fair_order(queue: str):
+    """The queued jobs of ``queue`` that a worker may claim, in the order it claims them.
+
+    Best rank first (``contest.queues.RANK``: the close before scoring before previews); within a rank,
+    the job of the team served least recently (the latest start of a job of that team on this queue;
+    teams never served, and jobs of no team, the judge's own, come first); then the oldest. So the teams are served
+    in turn and a team's burst of uploads never delays another team's first one.
+    """
+    kinds = QUEUES[queue]
+    served = (Job.objects.filter(team=OuterRef("team"), kind__in=kinds, started_at__isnull=False)
+              .order_by("-started_at").values("started_at")[:1])
+    ranks = sorted({rank(k) for k in kinds})
+    by_rank = Case(*[When(kind__in=[k for k in kinds if rank(k) == r], then=Value(r)) for r in ranks],
+                   output_field=IntegerField())
+    return (Job.objects.filter(status=Job.QUEUED, kind__in=kinds, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS)
+            .annotate(rank=by_rank, served=Coalesce(Subquery(served), Value(_NEVER), output_field=DateTimeField()))
+            .order_by("rank", "served", "created_at", "id"))
+
+
+def claim_next(queue: str, token: str, now=None) -> Job | None:
+    """Claim the first job of :func:`fair_order` for this delivery (``token``); None if none is queued.
+
+    PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent workers each lock a different job
+    instead of waiting on one another. SQLite (the embedded default, one writer at a time) has no row
+    locks: the plain ordered pick, then the conditional UPDATE, which a concurrent claimer may have won;
+    then the next job is tried.
+    """
+    now = now or timezone.now()
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    for _ in range(5):
+        with transaction.atomic():
+            candidates = fair_order(queue)
+            if skip_locked:
+                candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+            pk = candidates.values_list("pk", flat=True).first()
+            if pk is None:
+                return None
+            if Job.objects.filter(pk=pk, status=Job.QUEUED).update(**_claimed_fields(token, now)):
+                return Job.objects.get(pk=pk)
+    return None
 
 
 #: Errors of the database's connection or state, not of a job's input: the job is worth running again.

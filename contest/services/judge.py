@@ -248,6 +248,15 @@ def anonymization_closing(round_: Round, now=None) -> bool:
     return close_queued(round_.pk)
 
 
+def final_set_ids(round_: Round) -> list[int]:
+    """The ids of the sets that count as final in ``round_`` now (:func:`final_of`, one per team data set)."""
+    by_dataset: dict[int, list[AnonymizedSet]] = {}
+    for aset in AnonymizedSet.objects.filter(dataset__round=round_).only("pk", "dataset_id", "seq", "status",
+                                                                           "final", "selected"):
+        by_dataset.setdefault(aset.dataset_id, []).append(aset)
+    return [final.pk for final in map(final_of, by_dataset.values()) if final is not None]
+
+
 def close_queued(round_id: int) -> bool:
     """Whether a close of the round's anonymization phase is queued or running."""
     return Job.objects.filter(kind="close_anonymization", args__round_id=round_id,
@@ -257,10 +266,13 @@ def close_queued(round_id: int) -> bool:
 def request_close(round_: Round, *, user=None):
     """Queue the close of the round's anonymization phase (organizer command or deadline).
 
-    The close pre-empts the round's queued privacy previews (low-priority team
-    views): they are marked done as skipped so the workers reach the close first.
+    The close pre-empts the round's queued privacy previews (team views) of sets that are not final:
+    they are marked done as skipped, work nobody reads once the phase closed. The final sets' previews
+    stay queued (the final set always gets its preview): they rank last in the judge's queue
+    (``contest.queues.RANK``), so they run after the close's own work.
     """
-    Job.objects.filter(kind="privacy_preview", args__round_id=round_.pk, status=Job.QUEUED).update(
+    Job.objects.filter(kind="privacy_preview", args__round_id=round_.pk, status=Job.QUEUED).exclude(
+        args__anonymized_set_id__in=final_set_ids(round_)).update(
         status=Job.SUCCEEDED, finished_at=timezone.now(), message="skipped: the anonymization phase closed")
     site_state.changed()
     return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)

@@ -16,9 +16,11 @@ attacks on :data:`DRAWS` - 1 further private pseudonymizations and the card show
 s_I,min and s_T,min over all of them: the judge's figure is one more such draw.
 
 Nothing of it enters the results: no Score or JudgeAttackResult row is
-written. A phase close pre-empts previews: requesting the close marks the round's
-queued preview jobs skipped (``judge.request_close``), and a preview job that
-starts once the phase is closing does nothing.
+written. A phase close pre-empts the previews of sets that are not final: requesting the close
+marks them skipped (``judge.request_close``), and such a preview that starts once the phase is closing
+does nothing. The final set always gets its preview; it ranks last in the judge's queue, so it runs after
+the close's own work. A newer upload's preview supersedes the team's older ones still queued
+(``uploads.queue_preview``).
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from django.db import IntegrityError, transaction
 import scoring
 from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
-from contest.services.judge import anonymization_closing, judge_attack_seeds, preview_settings
+from contest.services.judge import anonymization_closing, final_set_ids, judge_attack_seeds, preview_settings
 from scoring.algorithms.registry import judge_defaults
 from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
 from scoring.scores import MEAN_DISTANCE
@@ -85,7 +87,7 @@ def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
         return existing
     ds = aset.dataset
     round_, contest = ds.round, ds.round.contest
-    if anonymization_closing(round_):
+    if anonymization_closing(round_) and aset.pk not in final_set_ids(round_):  # the final set's always runs
         return None
     grid = contest.grid()
     jobs.progress(job, 0.1, f"preview of {ds.label} #{aset.seq}")

@@ -30,7 +30,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from contest import permissions
-from contest.models import AnonymizedSet, Attack, Dataset, Phase, PublicSet, Score, Team
+from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
 from contest.services.errors import ServiceError
 from contest.upload_rule import contest_upload_limit, too_large_message
@@ -256,7 +256,7 @@ def _store_anonymized_set(user, dataset: Dataset, content, name: str, now, key: 
                                             uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
                      dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
-        jobs.create_job("score_anonymized", contest=contest, user=user, anonymized_set_id=aset.pk)
+        jobs.create_job("score_anonymized", contest=contest, user=user, for_team=dataset.team, anonymized_set_id=aset.pk)
     return aset
 
 
@@ -325,10 +325,30 @@ def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> st
     if rejected:
         return rejected
     if aset.status == AnonymizedSet.VALID and not force:
-        # The privacy preview follows a valid upload (contest.services.previews; low priority).
-        jobs.create_job("privacy_preview", contest=aset.dataset.round.contest, user=job.created_by if job else None,
-                        anonymized_set_id=aset.pk, round_id=aset.dataset.round_id)
+        queue_preview(aset, user=job.created_by if job else None)
     return f"s_U = {aset.s_u:.4f} ({aset.status})"
+
+
+def queue_preview(aset: AnonymizedSet, *, user=None):
+    """Queue the privacy preview of the valid ``aset`` (contest.services.previews; last in the judge's queue).
+
+    The team's previews of older uploads to the same data set that are still queued are superseded: marked
+    done without running (the card says so), since the team looks at its newest upload and a burst of
+    uploads would otherwise queue minutes of previews nobody reads. The final set's is never superseded
+    (:func:`final_of`: the team's choice, else the latest valid upload, which ``aset`` is): the final set
+    always gets its preview.
+    """
+    final = final_of(AnonymizedSet.objects.filter(dataset=aset.dataset_id))
+    older = AnonymizedSet.objects.filter(dataset=aset.dataset_id, seq__lt=aset.seq)
+    if final is not None:
+        older = older.exclude(pk=final.pk)
+    with transaction.atomic():
+        Job.objects.filter(kind="privacy_preview", status=Job.QUEUED,
+                           args__anonymized_set_id__in=list(older.values_list("pk", flat=True))).update(
+            status=Job.SUCCEEDED, finished_at=timezone.now(),
+            message=f"{Job.SUPERSEDED} by upload #{aset.seq}: the preview of the newer upload replaces it")
+        return jobs.create_job("privacy_preview", contest=aset.dataset.round.contest, user=user, for_team=aset.team,
+                               anonymized_set_id=aset.pk, round_id=aset.dataset.round_id)
 
 
 def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedSet:
@@ -345,6 +365,11 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
         AnonymizedSet.objects.filter(pk=aset.pk).update(selected=True)
         audit.record("select_anonymized", contest=aset.dataset.round.contest, actor=user, obj=aset,
                      dataset=aset.dataset.label, seq=aset.seq)
+        # the final set always gets its preview, also one chosen after a newer upload superseded it
+        if (aset.status == AnonymizedSet.VALID and not PrivacyPreview.objects.filter(anonymized_set=aset).exists()
+                and not Job.objects.filter(kind="privacy_preview", args__anonymized_set_id=aset.pk,
+                                           status__in=(Job.QUEUED, Job.RUNNING)).exists()):
+            queue_preview(aset, user=user)
     aset.refresh_from_db()
     return aset
 
@@ -387,7 +412,7 @@ def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, n
                                        uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
-        jobs.create_job("score_attack", contest=contest, user=user, attack_id=attack.pk)
+        jobs.create_job("score_attack", contest=contest, user=user, for_team=attacker, attack_id=attack.pk)
     return attack
 
 

@@ -19,7 +19,7 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from contest import permissions
+from contest import permissions, selectors
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from contest.services.errors import ServiceError
@@ -126,6 +126,7 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     default_final = None if final or selected else current_final
     job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
+    _add_places(states)
     _add_previews(states)
     # the card shows the preview of the set that counts if the phase closed now (issue 22); until it has
     # one, the newest preview there is, and says which
@@ -148,6 +149,15 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     }
 
 
+def _add_places(states: list[dict]) -> None:
+    """Put each queued upload's place in its queue and the estimated wait into its state dict (``place``;
+    None for an upload not queued), so a team in a deadline's rush sees where it stands."""
+    queued = [u["job"] for u in states if u["job"] is not None and u["job"].status == Job.QUEUED]
+    places = selectors.queue_places(queued) if queued else {}
+    for u in states:
+        u["place"] = places.get(u["job"].pk) if u["job"] is not None else None
+
+
 def _add_previews(states: list[dict]) -> None:
     """Put each upload's privacy preview (or None) and whether it is still to come into its state dict.
 
@@ -166,6 +176,8 @@ def _add_previews(states: list[dict]) -> None:
         job = preview_job_of.get(pk)
         u["preview_pending"] = pk in missing and (
             job.status in running if job is not None else (u["job"] is not None and u["job"].status in running))
+        # a newer upload's preview replaced this one's before it ran (uploads.queue_preview)
+        u["preview_superseded"] = pk in missing and job is not None and job.superseded
 
 
 def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview) -> dict:

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import scoring
+from contest import queues
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, PrivacyPreview, PublicSet, Score
-from contest.services import data, jobs, judge, previews, results, storage, uploads
+from contest.services import data, judge, previews, results, storage, uploads
 from scoring.preview import preview
 from scoring.pseudonymize import Pseudonymized
 from tests.contest.conftest import SMALL_USERS, anonymize_csv, user
@@ -68,7 +69,7 @@ def test_a_valid_upload_gets_its_preview_by_a_low_priority_job(generated, django
     assert aset.status == AnonymizedSet.VALID
     job = Job.objects.get(kind="privacy_preview")
     assert job.status == Job.SUCCEEDED and job.args == {"anonymized_set_id": aset.pk, "round_id": aset.dataset.round_id}
-    assert jobs.PRIORITY["privacy_preview"] > jobs.PRIORITY.get("score_anonymized", 0)
+    assert queues.rank("privacy_preview") > queues.rank("score_anonymized") > queues.rank("close_set")
     p = PrivacyPreview.objects.get(anonymized_set=aset)
     # the stored figures are scoring.preview's on the same set with the same seed and the judge's settings
     ds, grid = aset.dataset, generated.grid()
@@ -117,12 +118,20 @@ def test_nothing_of_the_preview_enters_the_results(generated, django_capture_on_
 
 
 def test_a_phase_close_pre_empts_queued_previews(generated, django_capture_on_commit_callbacks):
+    """The close skips the queued previews of sets that are not final (the final set's preview still runs:
+    tests/contest/test_fair_queue.py)."""
     ds = _team_ds(generated, 1, 1)
-    with django_capture_on_commit_callbacks(execute=False) as queued:  # the worker has not run anything yet
-        aset = uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds), name="a.csv")
-    for send in queued:
-        send()  # the upload is scored; its preview job is queued but not yet run
-    preview_job = Job.objects.get(kind="privacy_preview")
+    asets = []
+    for _ in range(2):
+        with django_capture_on_commit_callbacks(execute=False) as queued:  # the worker has not run anything yet
+            asets.append(uploads.submit_anonymized_set(user=user("alpha1"), dataset=ds, content=anonymize_csv(ds),
+                                                       name="a.csv"))
+        for send in queued:
+            send()  # the upload is scored; its preview job is queued but not yet run
+        if len(asets) == 1:
+            uploads.select_anonymized_set(user=user("alpha1"), aset=asets[0])  # the first is the final set
+    aset = asets[1]
+    preview_job = Job.objects.get(kind="privacy_preview", args__anonymized_set_id=aset.pk)
     rnd = generated.rounds.get()
     with django_capture_on_commit_callbacks(execute=False):
         judge.request_close(rnd)
