@@ -181,3 +181,116 @@ def _upload_with_previews(contest, user, seeds=(1, 2)):
                     ds, "A2-MRLH", seed=seed, mu_x=1, mu_y=1, **{"lambda": 0.1}))
     finally:
         app.conf.task_always_eager = eager
+
+
+#: The focused element and whether its focus shows: an outline at least 2 px wide, or a box shadow.
+FOCUS_JS = """() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) return null;
+  const cs = getComputedStyle(el);
+  const ring = (cs.outlineStyle !== 'none' && parseFloat(cs.outlineWidth) >= 2) || cs.boxShadow !== 'none';
+  const text = (el.textContent || el.name || '').trim().slice(0, 30);
+  const name = el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + ' ' + text;
+  return {ring, name};
+}"""
+
+
+def _tab_to(page, selector: str, limit: int = 200) -> None:
+    """Press Tab until the element matching ``selector`` has the focus; every stop on the way shows a focus ring."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        focus = page.evaluate(FOCUS_JS)
+        if focus is not None:
+            assert focus["ring"], f"no visible focus on {focus['name']} ({page.url})"
+        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"{selector} not reached with Tab on {page.url}")
+
+
+def _choose_file(page, selector: str, path) -> None:
+    """Tab to a file input and open its chooser with Space."""
+    _tab_to(page, selector)
+    with page.expect_file_chooser() as chooser:
+        page.keyboard.press("Space")
+    chooser.value.set_files(str(path))
+
+
+def test_a_keyboard_walk_plays_a_round(demo_site, browser, tmp_path):
+    """Tab, Enter and Space only: log in, upload two sets, choose the first as final, upload an attack, and
+    as the organizer close the attack phase and publish the results; each focus stop shows its ring."""
+    from django.core.cache import cache
+
+    from contest.celery import app
+    from contest.models import AnonymizedSet, Dataset, Phase, PublicSet
+    from tests.contest.conftest import anonymize_csv, move_phase
+    base, contest = demo_site
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True  # jobs run inline in the server: no worker process for this walk
+    try:
+        ctx = _context(browser, base, 1280, "en")
+        page = ctx.new_page()
+        page.on("dialog", lambda d: d.accept())  # the confirmations (a native dialog: Enter accepts it)
+        page.goto(f"{base}/login/")
+        _tab_to(page, "#id_username")
+        page.keyboard.type("alice")
+        _tab_to(page, "#id_password")
+        page.keyboard.type("alice-demo")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        # two uploads to round 2's first challenge, by the file chooser and the Upload button
+        ds = Dataset.objects.get(round__contest=contest, round__number=2, kind=Dataset.TEAM, number=1, challenge=1)
+        page.goto(f"{base}/c/demo/team/")
+        for seed in (1, 2):
+            path = tmp_path / f"anotraces_{seed}.csv"
+            path.write_bytes(anonymize_csv(ds, "A2-MRLH", seed=seed, mu_x=1, mu_y=1, **{"lambda": 0.1}))
+            _choose_file(page, f"#ds-{ds.pk} input[type=file]", path)
+            _tab_to(page, f"#ds-{ds.pk} button[type=submit]")
+            page.keyboard.press("Enter")
+            page.locator(f"#history-ds-{ds.pk} tr", has_text=f"#{seed}").locator(".badge", has_text="valid").wait_for(
+                timeout=60_000)
+        # the first upload chosen as the final set
+        page.goto(f"{base}/c/demo/team/")
+        _tab_to(page, f"#history-ds-{ds.pk} button[type=submit]")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert AnonymizedSet.objects.get(dataset=ds, seq=1).selected
+        # round 1's attack phase open again: an etable against Beta's first set
+        rnd = contest.rounds.get(number=1)
+        move_phase(rnd, Phase.ATTACK, -1, 24)
+        Phase.objects.filter(round=rnd, kind=Phase.ATTACK).update(closed_at=None)
+        cache.clear()
+        target = PublicSet.objects.get(dataset__round=rnd, dataset__kind=Dataset.TEAM, dataset__number=2,
+                                       dataset__challenge=1)
+        before = target.attacks.count()
+        etable = tmp_path / "etable.csv"
+        etable.write_text("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set + 1)))
+        page.goto(f"{base}/c/demo/team/?round=1")
+        assert page.locator(f"#ps-{target.pk} select").input_value() == "etable"
+        _choose_file(page, f"#ps-{target.pk} input[type=file]", etable)
+        _tab_to(page, f"#ps-{target.pk} button[type=submit]")
+        page.keyboard.press("Enter")
+        page.locator(f"#result-ps-{target.pk} .badge", has_text="scored").wait_for(timeout=60_000)
+        assert target.attacks.count() == before + 1
+        # the organizer closes the attack phase and publishes
+        ctx.clear_cookies()
+        page.goto(f"{base}/login/")
+        _tab_to(page, "#id_username")
+        page.keyboard.type("organizer")
+        _tab_to(page, "#id_password")
+        page.keyboard.type("organizer-demo")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        page.goto(f"{base}/console/demo/")
+        attack = Phase.objects.get(round=rnd, kind=Phase.ATTACK)
+        _tab_to(page, f"form[action$='/phases/{attack.pk}/close/'] button")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        published = contest.snapshots.filter(published=True).count()
+        page.goto(f"{base}/console/demo/")
+        _tab_to(page, "form.publish-form button[type=submit]")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert contest.snapshots.filter(published=True).count() > published
+        ctx.close()
+    finally:
+        app.conf.task_always_eager = eager
