@@ -48,6 +48,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Count, F, Q, Value
 from django.utils.translation import gettext_noop
@@ -532,4 +533,25 @@ def can_delete_account(user) -> Decision:
     if contests_left_without_organizer(user).exists():
         return deny(gettext_noop("you are the only organizer of a contest that is not over: "
                                  "add another organizer to it first"))
+    return ALLOW
+
+
+def needs_second_factor(user) -> bool:
+    """Whether ``user`` must give a code of a second factor (``contest.second_factor``) before the organizer
+    console, the System page and the admin: per ``TRACECUP_REQUIRE_2FA_FOR``, ``"superusers"`` (superusers
+    and staff, who reach the admin) or ``"organizers"`` (those and every contest's organizers); empty: nobody."""
+    required = settings.TRACECUP_REQUIRE_2FA_FOR
+    if not required or not _authenticated(user):
+        return False
+    if user.is_superuser or user.is_staff:
+        return True
+    return required == "organizers" and is_any_organizer(user)
+
+
+def can_obtain_token_with_password(user, has_second_factor: bool) -> Decision:
+    """``/api/auth/token/`` hands out a token for a password alone, which would pass by a second factor:
+    an account with one, or that must have one, makes its token on the account page instead."""
+    if has_second_factor or needs_second_factor(user):
+        return deny(gettext_noop("this account signs in with a second factor: make its API token on the "
+                                 "account page"))
     return ALLOW

@@ -70,6 +70,8 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally (no CDN)
     "axes",                     # login throttling (web login and /api/auth/token/)
+    "django_otp",               # second factor (contest.second_factor)
+    "django_otp.plugins.otp_totp",
     "csp",                      # Content-Security-Policy header
     "contest.apps.ContestConfig",
 ]
@@ -92,6 +94,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # request.user.is_verified() (django-otp), then a pending or required second factor (contest.second_factor).
+    "django_otp.middleware.OTPMiddleware",
+    "contest.second_factor.SecondFactorMiddleware",
     # Cache-Control: no-store on every answer that may carry a secret (made for a signed-in user or a write).
     "contest.no_store.NoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -116,6 +121,16 @@ AXES_LOCKOUT_CALLABLE = "contest.lockout.lockout_response"
 TRACECUP_TRUSTED_PROXY = _env_bool("TRACECUP_TRUSTED_PROXY", False)
 AXES_CLIENT_IP_CALLABLE = "contest.lockout.client_address"
 AXES_VERBOSE = False
+
+# ----- second factor (django-otp, contest.second_factor) ------------------------------
+#: Who must sign in with a code of an authenticator app (TOTP) before the console, the System page and the
+#: admin: "superusers" (superusers and staff; production's default), "organizers" (also every contest's
+#: organizers) or "" (nobody; any account may still add one on its account page).
+TRACECUP_REQUIRE_2FA_FOR = env.str("TRACECUP_REQUIRE_2FA_FOR", default="superusers" if PRODUCTION else "").strip()
+if TRACECUP_REQUIRE_2FA_FOR not in ("", "superusers", "organizers"):
+    from django.core.exceptions import ImproperlyConfigured
+    raise ImproperlyConfigured('TRACECUP_REQUIRE_2FA_FOR is "superusers", "organizers" or empty')
+OTP_TOTP_ISSUER = "TraceCup"  # the name an authenticator app shows beside the code
 
 # ----- Content-Security-Policy (django-csp) ------------------------------------------
 # Scripts, styles, images and requests from this site only; no inline script and no eval. Inline

@@ -6,6 +6,7 @@ from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -13,7 +14,7 @@ from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contest import permissions, selectors
+from contest import permissions, second_factor, selectors
 from contest.api import serializers as S
 from contest.api import throttles
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
@@ -650,3 +651,11 @@ class ObtainToken(ObtainAuthToken):
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "request": self.request._request}
+
+    def post(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user = serializer.validated_data["user"]
+        _require(permissions.can_obtain_token_with_password(user, second_factor.has_device(user)), user)
+        token, _created = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})

@@ -8,7 +8,7 @@ owner can also revoke it from the account page. Every change is audited.
 Deleting an account erases what is personal and keeps what the contest needs. The user row stays (the
 audit log, the uploads and the jobs point at it) under an anonymized username that no sign-up can take
 (:data:`DELETED_PREFIX` holds a character that usernames may not), without e-mail, name, password, tokens,
-sessions or login records; its memberships stay, so its team's uploads, scores and results stay under the
+second-factor devices, sessions or login records; its memberships stay, so its team's uploads, scores and results stay under the
 team's name (a team's name is not personal) and the member shows as "deleted user".
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models.signals import pre_save
 from django.dispatch import receiver
 from django.utils.translation import gettext_noop
+from django_otp.plugins.otp_totp.models import TOTPDevice
 from rest_framework.authtoken.models import Token
 
 from contest import permissions
@@ -97,6 +98,7 @@ def delete_account(user) -> None:
         audit.record("delete_account", actor=user, obj=user,
                      teams=sorted(user.memberships.values_list("team_id", flat=True)))
         Token.objects.filter(user=user).delete()
+        TOTPDevice.objects.filter(user=user).delete()
         user.organized_contests.clear()
         user.username = f"{DELETED_PREFIX}{user.pk}"
         user.email = user.first_name = user.last_name = ""

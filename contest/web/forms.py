@@ -216,5 +216,25 @@ class AccountForm(forms.Form):
     language = forms.ChoiceField(label=_("Language"), choices=(("en", "English"), ("ja", "日本語")))
 
 
+class SecondFactorCodeForm(forms.Form):
+    """The six digits an authenticator app shows (TOTP); spaces a user types between them are dropped."""
+
+    code = forms.CharField(label=_("Code from your authenticator app"), max_length=12,
+                           widget=forms.TextInput(attrs={"autocomplete": "one-time-code", "inputmode": "numeric"}))
+
+    def clean_code(self):
+        code = "".join(self.cleaned_data["code"].split())
+        if not code.isdigit() or len(code) not in (6, 8):
+            raise forms.ValidationError(_("A code is the 6 digits your authenticator app shows."))
+        return code
+
+
+class DeleteAccountForm(forms.Form):
+    """Deleting one's account is confirmed with the password, so an open session left behind cannot."""
+
+    password = forms.CharField(label=_("Your password"), strip=False,
+                               widget=forms.PasswordInput(attrs={"autocomplete": "current-password"}))
+
+
 class TeamNameForm(forms.Form):
     name = forms.CharField(label=_("Team name"), max_length=100)

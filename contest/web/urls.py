@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
 
-from . import accounts, analyses, console, team, views
+from . import accounts, analyses, console, team, two_factor, views
 
 app_name = "web"
 
@@ -23,6 +23,8 @@ urlpatterns = [
     path("account/password/", accounts.PasswordChangeView.as_view(), name="password_change"),
     path("account/token/revoke/", accounts.revoke_token, name="token_revoke"),
     path("account/delete/", accounts.delete_account, name="delete_account"),
+    path("account/two-factor/", two_factor.enrol, name="two_factor"),
+    path("account/two-factor/verify/", two_factor.verify, name="two_factor_verify"),
     path("privacy/", accounts.privacy, name="privacy"),
     path("password-reset/", accounts.PasswordResetView.as_view(), name="password_reset"),
     path("password-reset/sent/", accounts.PasswordResetDoneView.as_view(), name="password_reset_done"),
