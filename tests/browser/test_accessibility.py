@@ -215,6 +215,16 @@ def _choose_file(page, selector: str, path) -> None:
     chooser.value.set_files(str(path))
 
 
+def _keyboard_login(page, base, username, password) -> None:
+    page.goto(f"{base}/login/")
+    _tab_to(page, "#id_username")
+    page.keyboard.type(username)
+    _tab_to(page, "#id_password")
+    page.keyboard.type(password)
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+
 def test_a_keyboard_walk_plays_a_round(demo_site, browser, tmp_path):
     """Tab, Enter and Space only: log in, upload two sets, choose the first as final, upload an attack, and
     as the organizer close the attack phase and publish the results; each focus stop shows its ring."""
@@ -230,13 +240,7 @@ def test_a_keyboard_walk_plays_a_round(demo_site, browser, tmp_path):
         ctx = _context(browser, base, 1280, "en")
         page = ctx.new_page()
         page.on("dialog", lambda d: d.accept())  # the confirmations (a native dialog: Enter accepts it)
-        page.goto(f"{base}/login/")
-        _tab_to(page, "#id_username")
-        page.keyboard.type("alice")
-        _tab_to(page, "#id_password")
-        page.keyboard.type("alice-demo")
-        with page.expect_navigation():
-            page.keyboard.press("Enter")
+        _keyboard_login(page, base, "alice", "alice-demo")
         # two uploads to round 2's first challenge, by the file chooser and the Upload button
         ds = Dataset.objects.get(round__contest=contest, round__number=2, kind=Dataset.TEAM, number=1, challenge=1)
         page.goto(f"{base}/c/demo/team/")
@@ -273,13 +277,7 @@ def test_a_keyboard_walk_plays_a_round(demo_site, browser, tmp_path):
         assert target.attacks.count() == before + 1
         # the organizer closes the attack phase and publishes
         ctx.clear_cookies()
-        page.goto(f"{base}/login/")
-        _tab_to(page, "#id_username")
-        page.keyboard.type("organizer")
-        _tab_to(page, "#id_password")
-        page.keyboard.type("organizer-demo")
-        with page.expect_navigation():
-            page.keyboard.press("Enter")
+        _keyboard_login(page, base, "organizer", "organizer-demo")
         page.goto(f"{base}/console/demo/")
         attack = Phase.objects.get(round=rnd, kind=Phase.ATTACK)
         _tab_to(page, f"form[action$='/phases/{attack.pk}/close/'] button")
