@@ -94,11 +94,12 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # request.user.is_verified() (django-otp), then a pending or required second factor (contest.second_factor).
+    # request.user.is_verified(): the session's second factor was given (django-otp).
     "django_otp.middleware.OTPMiddleware",
-    "contest.second_factor.SecondFactorMiddleware",
     # Cache-Control: no-store on every answer that may carry a secret (made for a signed-in user or a write).
     "contest.no_store.NoStoreMiddleware",
+    # A code owed, or a second factor required and missing: to its page (contest.second_factor).
+    "contest.second_factor.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: turns a locked-out login (too many failures) into its 429 answer.

@@ -64,6 +64,7 @@ def test_a_password_alone_opens_nothing_until_the_code(generated, settings):
     for url in ("/console/", f"/c/{generated.slug}/", "/account/", "/api/contests/"):
         r = c.get(url)
         assert r.status_code == 302 and r["Location"].startswith("/account/two-factor/verify/?next="), url
+        assert "no-store" in r["Cache-Control"]                          # an answer made for a session
     r = c.post("/account/two-factor/verify/", {"code": "12345", "next": "/console/"})
     assert r.status_code == 200 and "6 digits" in r.content.decode()
     assert c.get("/console/").status_code == 302
