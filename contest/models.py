@@ -660,6 +660,9 @@ class Job(models.Model):
     #: the sweep sends it, a transactional outbox), and how many times.
     sent_at = models.DateTimeField(null=True, blank=True)
     sends = models.PositiveIntegerField(default=0)
+    #: The Celery worker (node name, ``name@host``) whose delivery claimed the job last: the System page's
+    #: "current job" of each worker (``contest.system``).
+    worker = models.CharField(max_length=200, blank=True)
     #: The team whose upload the job is about (None: the judge's own work). A worker's claim serves the
     #: teams of a queue in turn (``jobs.claim_next``), so one team's burst never delays another's upload.
     team = models.ForeignKey("Team", null=True, blank=True, on_delete=models.CASCADE, related_name="+")

@@ -468,6 +468,34 @@ def can_view_job_internals(user, job) -> Decision:
     return deny(gettext_noop("a job's failure details are visible to the organizers only"))
 
 
+def can_view_system(user) -> Decision:
+    """The System page (workers, queue depths, job times): superusers and the organizers of any contest. An
+    organizer sees the workers and queues every contest shares (whether its jobs will run), and of the
+    jobs only those of the contests it organizes (:func:`system_jobs`)."""
+    if not _authenticated(user):
+        return deny(gettext_noop("log in first"))
+    if is_any_organizer(user):
+        return ALLOW
+    return deny(gettext_noop("the system page is for organizers"))
+
+
+def can_view_site_totals(user) -> Decision:
+    """The database's and the stored files' sizes, and jobs of no contest: the site's, for superusers."""
+    if _authenticated(user) and user.is_superuser:
+        return ALLOW
+    return deny(gettext_noop("the site's totals are for its operators"))
+
+
+def system_jobs(user, queryset):
+    """The jobs of ``queryset`` whose kind, times and failures ``user`` sees on the System page: every job
+    for a superuser, the jobs of the contests it organizes for an organizer, none for anyone else."""
+    if not _authenticated(user):
+        return queryset.none()
+    if user.is_superuser:
+        return queryset
+    return queryset.filter(contest__organizers=user)
+
+
 def can_view_team_page(user, team: Team) -> Decision:
     """A team's page (members, invitation code): its members, approved or not yet, and the organizers."""
     if is_organizer(user, team.contest):

@@ -74,9 +74,14 @@ INSTALLED_APPS = [
     "django_otp.plugins.otp_totp",
     "csp",                      # Content-Security-Policy header
     "contest.apps.ContestConfig",
+    "contest.system.apps.SystemConfig",  # worker heartbeats, health, metrics, the System page's figures
 ]
 
 MIDDLEWARE = [
+    # Outermost: counts and times every answer, a stored page and a refusal included (contest.system.metrics).
+    "contest.system.metrics.RequestMetricsMiddleware",
+    # /healthz and /readyz, before the Host check and the HTTPS redirect (a container asks over plain HTTP).
+    "contest.system.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Outermost but one: every answer carries the policy, also those made before a view runs (the 413 of
     # an oversized upload, Django's 400 for a bad Host header, a stored public page, a static file).
@@ -373,6 +378,12 @@ CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int("TRACECUP_WORKER_MAX_MEMORY_MB", de
 # web processes on a shared machine, so pages stay fast while a round is judged (0: no change).
 TRACECUP_WORKER_NICE = env.int("TRACECUP_WORKER_NICE", default=10)
 TRACECUP_SWEEP_SECONDS = env.int("TRACECUP_SWEEP_SECONDS", default=60)
+# Each worker's main process writes its heartbeat row this often (contest.system.heartbeat); a worker
+# silent for TRACECUP_WORKER_STALE_SECONDS (three missed beats) counts as dead on the System page, in
+# /readyz and in /metrics.
+TRACECUP_WORKER_HEARTBEAT_SECONDS = env.float("TRACECUP_WORKER_HEARTBEAT_SECONDS", default=10.0)
+TRACECUP_WORKER_STALE_SECONDS = max(env.float("TRACECUP_WORKER_STALE_SECONDS", default=30.0),
+                                    2 * TRACECUP_WORKER_HEARTBEAT_SECONDS)
 # The sweep has its own queue, served by every worker (contest.queues.SWEEP_QUEUE); a sweep nobody took
 # within its period is dropped (the next one does the same work), so sweeps do not pile up while no
 # worker runs.
@@ -414,8 +425,17 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="TraceCup <noreply@lo
 #: request. Empty: the page shows a default notice that describes what the platform stores.
 TRACECUP_PRIVACY_NOTICE_FILE = env.str("TRACECUP_PRIVACY_NOTICE_FILE", default="")
 
+# ----- metrics (contest.system.metrics) ------------------------------------------------
+# /metrics answers only a request with "Authorization: Bearer <TRACECUP_METRICS_TOKEN>"; without a token
+# set it answers 404 (off). Request counts are per process unless PROMETHEUS_MULTIPROC_DIR names a folder
+# the web processes share (gunicorn: deploy/gunicorn.conf.py empties it at the server's start).
+TRACECUP_METRICS_TOKEN = env.str("TRACECUP_METRICS_TOKEN", default="")
+
 # ----- production hardening -------------------------------------------------------
 if PRODUCTION:
+    # A scraper may ask a web server itself over plain HTTP, past the proxy (/healthz and /readyz are
+    # answered before the redirect: contest.system.health.HealthCheckMiddleware).
+    SECURE_REDIRECT_EXEMPT = [r"^metrics$"]
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = True

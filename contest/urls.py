@@ -1,8 +1,11 @@
-"""Site routes: /api/ (REST), /admin/ (Django admin), and the HTML pages (contest.web) at the root."""
+"""Site routes: /api/ (REST), /admin/ (Django admin), the operator's /healthz, /readyz and /metrics
+(contest.system), and the HTML pages (contest.web) at the root."""
 import importlib.util
 
 from django.contrib import admin
 from django.urls import include, path
+
+from contest.system import health, metrics
 
 #: 500: the JSON error shape under /api/, the site's page elsewhere.
 handler500 = "contest.api.errors.server_error"
@@ -11,6 +14,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("contest.api.urls")),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
 ]
 
 # The HTML pages are a separate package; mount them when present.

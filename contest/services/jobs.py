@@ -290,9 +290,15 @@ def _claim(job_id: int, token: str, pick: bool) -> tuple[Job | None, bool]:
     return Job.objects.filter(pk=job_id).first(), bool(claimed)
 
 
+#: This process's Celery worker node name (``name@host``), set by ``contest.system.heartbeat`` before the
+#: pool forks (its children inherit it) and written on every job a delivery claims; "" outside a worker.
+WORKER_NAME = ""
+
+
 def _claimed_fields(token: str, now) -> dict:
-    """What a claim writes on the job's row: running, this delivery's, one more attempt, a fresh heartbeat."""
-    return {"status": Job.RUNNING, "claim": token, "attempts": F("attempts") + 1,
+    """What a claim writes on the job's row: running, this delivery's and this worker's, one more attempt, a
+    fresh heartbeat."""
+    return {"status": Job.RUNNING, "claim": token, "worker": WORKER_NAME, "attempts": F("attempts") + 1,
             "started_at": Coalesce("started_at", Value(now)), "heartbeat_at": now, "error": ""}
 
 

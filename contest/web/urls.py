@@ -3,7 +3,7 @@ from django.templatetags.static import static
 from django.urls import path
 from django.views.generic.base import RedirectView
 
-from . import accounts, analyses, console, team, two_factor, views
+from . import accounts, analyses, console, system, team, two_factor, views
 
 app_name = "web"
 
@@ -62,6 +62,9 @@ urlpatterns = [
     path("c/<slug:slug>/team/round/<int:round_number>/attack-material.zip", team.attack_material, name="attack_material"),
     # organizer console
     path("console/", console.console_home, name="console"),
+    # the whole site's workers, queues and job times (not under console/<slug>/: a contest's slug may be any word)
+    path("system/", system.system, name="system"),
+    path("system/live.json", system.system_live, name="system_live"),
     path("console/<slug:slug>/", console.console_contest, name="console_contest"),
     path("console/<slug:slug>/rounds/add/", console.add_round, name="console_add_round"),
     path("console/<slug:slug>/rounds/<int:round_id>/generate/", console.generate, name="console_generate"),
