@@ -18,9 +18,9 @@ from contest import permissions, second_factor, selectors
 from contest.api import serializers as S
 from contest.api import throttles
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
+from contest.services import accounts, schedule, storage, training_data, uploads
 from contest.services import announcements as announcements_service
 from contest.services import results as results_service
-from contest.services import schedule, storage, training_data, uploads
 from contest.services import setup as setup_service
 from contest.services import teams as teams_service
 from contest.services.generation import request_generation, synthesizer_summary
@@ -640,7 +640,8 @@ class ContestSnapshot(_OrganizerCommand):
 
 
 class ObtainToken(ObtainAuthToken):
-    """POST username and password, get the API token; throttled like the web login (django-axes).
+    """POST username and password, get the API token; throttled like the web login (django-axes). DELETE
+    with the token revokes it.
 
     The serializer authenticates with Django's own request (not DRF's wrapper), so a lockout is
     recorded where ``axes.middleware.AxesMiddleware`` reads it and answered 429.
@@ -659,3 +660,12 @@ class ObtainToken(ObtainAuthToken):
         _require(permissions.can_obtain_token_with_password(user, second_factor.has_device(user)), user)
         token, _created = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
+
+    @extend_schema(request=None, responses={204: None})
+    def delete(self, request, *args, **kwargs):
+        """Revoke the token this request carries (a script retiring itself, a leaked token): it stops
+        working at once and none replaces it; the account page makes a new one."""
+        if not request.user.is_authenticated:
+            raise NotAuthenticated("send the token to revoke in the Authorization header")
+        accounts.revoke_token(request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)

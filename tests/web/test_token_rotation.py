@@ -83,3 +83,13 @@ def test_the_owner_revokes_the_token_from_the_account_page(generated, client_for
     c.post("/token/", {"next": "/account/#token"})                      # a new one on request
     new = Token.objects.get(user=user("alpha1")).key
     assert new != old and _answer(new) == 405 and new in c.get("/account/").content.decode()
+
+
+def test_a_script_revokes_its_own_token_through_the_api(generated):
+    old = _token("gamma1")
+    api = APIClient(HTTP_AUTHORIZATION=f"Token {old}")
+    assert api.delete("/api/auth/token/").status_code == 204
+    assert _answer(old) == 401 and not Token.objects.filter(user=user("gamma1")).exists()
+    assert AuditLog.objects.filter(action="revoke_token", actor=user("gamma1")).count() == 1
+    r = APIClient().delete("/api/auth/token/")
+    assert r.status_code == 401 and r.json()["error"]["code"] == "not_authenticated"
