@@ -285,3 +285,21 @@ def test_gunicorns_processes_are_summed_in_multiprocess_mode(tmp_path):
         assert len(list(folder.glob("counter_*.db"))) >= 2, "the requests did not reach several processes"
     finally:
         stop_process_groups([web], grace=5)
+
+
+@pytest.mark.django_db
+def test_worker_health_command_follows_this_hosts_heartbeat(settings):
+    """docker-compose's worker health check: exit 0 while a worker of this host beats, 1 once it is silent."""
+    import socket
+
+    from django.core.management import CommandError, call_command
+    settings.TRACECUP_WORKER_STALE_SECONDS = STALE_SECONDS
+    with pytest.raises(CommandError, match="no live worker"):
+        call_command("worker_health")
+    row = WorkerHeartbeat.objects.create(name="celery@here", hostname=socket.gethostname(), queues=["judge"], pid=7)
+    call_command("worker_health")
+    WorkerHeartbeat.objects.filter(pk=row.pk).update(beat_at=timezone.now() - timedelta(seconds=STALE_SECONDS + 1))
+    with pytest.raises(CommandError):
+        call_command("worker_health")
+    with pytest.raises(CommandError):
+        call_command("worker_health", host="elsewhere")
