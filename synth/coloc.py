@@ -473,6 +473,42 @@ def exact_statistics(traces: Traces, grid: Grid, *, slots_per_day: int, friends:
                 transitions=transition_counts(traces, T, M, c_trans, salt))
 
 
+def _check_training(traces: Traces, grid: Grid, *, eps: tuple[float, float, float], mechanism: str, c: int,
+                    c_trans: int, min_users: int) -> None:
+    """:func:`train`'s parameters and traces in their bounds, else a ValueError saying which and why."""
+    for name, value in zip(("eps1", "eps2", "eps3"), eps, strict=True):
+        if not value > 0:
+            raise ValueError(f"{name} must be > 0, got {value}")
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism {mechanism!r}: expected one of {', '.join(MECHANISMS)}")
+    if c < 1 or c_trans < 1:
+        raise ValueError(f"c and c_trans must be >= 1, got {c} and {c_trans}")
+    if min_users < 2:
+        raise ValueError(f"min_users must be >= 2, got {min_users}")
+    if traces.m < min_users:
+        raise ValueError(f"coloc training needs at least min_users = {min_users} users (the public bound of the "
+                         f"friendship probability's noise), got {traces.m}; lower min_users or give more users")
+    if np.asarray(traces.regions).size and np.asarray(traces.regions).max() >= grid.M:
+        raise ValueError(f"region index {int(np.asarray(traces.regions).max())} is outside 0..{grid.M - 1}")
+
+
+def _noisy_colocations(Q: np.ndarray, grid: Grid, *, mechanism: str, hierarchy: str | list, c: int, eps2: float,
+                       rng: np.random.Generator) -> tuple[np.ndarray, str, float, float]:
+    """Q' = Q (M, M) co-location counts with eps2-DP noise: Laplace of scale c / eps2, or Privelet over
+    ``hierarchy`` (sensitivity h c). Returns (Q', the mechanism's name, the L1 sensitivity, the scale)."""
+    if mechanism == "laplace":
+        q_scale = c / eps2
+        return Q + rng.laplace(0.0, q_scale, size=Q.shape), "Laplace", float(c), q_scale
+    # Level labels may be any integers (e.g. -1 = a region without a category): renumber them 0..k-1.
+    levels = block_hierarchy(grid) if isinstance(hierarchy, str) else [
+        np.unique(np.asarray(lv), return_inverse=True)[1].astype(np.int64) for lv in hierarchy]
+    H = Hierarchy.of(levels, grid.M)
+    q_sens = float(H.height * c)
+    q_scale = q_sens / eps2
+    q_name = f"Privelet over a {H.height}-level hierarchy (lambda = h c / eps2; coefficient noise lambda / W)"
+    return privelet(Q, H, q_scale, rng), q_name, q_sens, q_scale
+
+
 def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.ndarray | None = None,
           eps1: float = 1.0, eps2: float = 1.0, eps3: float = 1.0, c: int = 5, c_trans: int = 5,
           mechanism: str = "laplace", hierarchy: str | list = "blocks", successors: int = 16,
@@ -501,24 +537,11 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
     ``model.training_stats`` for the organizer's console, never saved.
     """
     progress = progress or (lambda done, total, message: None)
-    for name, value in (("eps1", eps1), ("eps2", eps2), ("eps3", eps3)):
-        if not value > 0:
-            raise ValueError(f"{name} must be > 0, got {value}")
-    if mechanism not in MECHANISMS:
-        raise ValueError(f"mechanism {mechanism!r}: expected one of {', '.join(MECHANISMS)}")
-    if c < 1 or c_trans < 1:
-        raise ValueError(f"c and c_trans must be >= 1, got {c} and {c_trans}")
-    if min_users < 2:
-        raise ValueError(f"min_users must be >= 2, got {min_users}")
+    _check_training(traces, grid, eps=(eps1, eps2, eps3), mechanism=mechanism, c=c, c_trans=c_trans,
+                    min_users=min_users)
     rng = np.random.default_rng(seed)
-    M = grid.M
     T = int(slots_per_day)
     N = traces.m
-    if N < min_users:
-        raise ValueError(f"coloc training needs at least min_users = {min_users} users (the public bound of the "
-                         f"friendship probability's noise), got {N}; lower min_users or give more users")
-    if np.asarray(traces.regions).size and np.asarray(traces.regions).max() >= M:
-        raise ValueError(f"region index {int(np.asarray(traces.regions).max())} is outside 0..{M - 1}")
     progress(0, 3, "friendship probability and co-locations")
     inferred = friends is None
     exact = exact_statistics(traces, grid, slots_per_day=T, friends=friends, c=c, c_trans=c_trans,
@@ -526,19 +549,8 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, friends: np.nd
     p_noisy = float(np.clip(exact["p"] + rng.laplace(0.0, friendship_scale(min_users, eps1)), 0.0, 1.0))
     progress(1, 3, "co-location counts")
     Q = exact["Q"]
-    if mechanism == "laplace":
-        q_scale, q_sens = c / eps2, float(c)
-        Qn = Q + rng.laplace(0.0, q_scale, size=Q.shape)
-        q_name = "Laplace"
-    else:
-        # Level labels may be any integers (e.g. -1 = a region without a category): renumber them 0..k-1.
-        levels = block_hierarchy(grid) if isinstance(hierarchy, str) else [
-            np.unique(np.asarray(lv), return_inverse=True)[1].astype(np.int64) for lv in hierarchy]
-        H = Hierarchy.of(levels, M)
-        q_sens = float(H.height * c)
-        q_scale = q_sens / eps2
-        Qn = privelet(Q, H, q_scale, rng)
-        q_name = f"Privelet over a {H.height}-level hierarchy (lambda = h c / eps2; coefficient noise lambda / W)"
+    Qn, q_name, q_sens, q_scale = _noisy_colocations(Q, grid, mechanism=mechanism, hierarchy=hierarchy, c=c,
+                                                     eps2=eps2, rng=rng)
     progress(2, 3, "transition model")
     succ, prob = noisy_transitions(exact["transitions"], c_trans, eps3, successors, rng)
     start = stationary(succ, prob)
