@@ -1,3 +1,5 @@
+import os
+
 from django.apps import AppConfig
 
 
@@ -10,3 +12,7 @@ class SystemConfig(AppConfig):
 
     def ready(self):
         from contest.system import heartbeat  # noqa: F401  # local: connects the worker signals at app start
+        # prometheus-client's multiprocess mode writes every counted request there (contest.system.metrics).
+        folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if folder:
+            os.makedirs(folder, exist_ok=True)

@@ -24,7 +24,7 @@ import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
 from django.http import Http404, HttpResponse
 from django.urls import Resolver404, resolve
 from django.views.decorators.cache import never_cache
@@ -78,9 +78,12 @@ class RequestMetricsMiddleware:
         t0 = time.perf_counter()
         response = self.get_response(request)
         seconds = time.perf_counter() - t0
-        view, status = view_label(request), str(response.status_code)
-        REQUESTS.labels(view, request.method, status).inc()
-        LATENCY.labels(view, status).observe(seconds)
+        try:
+            view, status = view_label(request), str(response.status_code)
+            REQUESTS.labels(view, request.method, status).inc()
+            LATENCY.labels(view, status).observe(seconds)
+        except OSError:  # multiprocess mode with its folder gone: the answer goes out uncounted
+            log.warning("request metrics not recorded (PROMETHEUS_MULTIPROC_DIR?)", exc_info=True)
         return response
 
 
@@ -112,12 +115,12 @@ class SiteCollector:
         buckets = {f"le{i}": Count("pk", filter=Q(ran__lte=timedelta(seconds=b))) for i, b in enumerate(JOB_BUCKETS)}
         rows = (Job.objects.order_by().filter(status__in=(Job.SUCCEEDED, Job.FAILED), started_at__isnull=False,
                                               finished_at__isnull=False)
-                .annotate(ran=ran).values("kind").annotate(n=Count("pk"), **buckets))
+                .annotate(ran=ran).values("kind").annotate(n=Count("pk"), total=Sum("ran"), **buckets))
         family = HistogramMetricFamily("tracecup_job_run_seconds", "Run time of ended jobs by kind, seconds.",
                                        labels=["kind"])
         for row in rows:
             cumulative = [(str(float(b)), row[f"le{i}"]) for i, b in enumerate(JOB_BUCKETS)] + [("+Inf", row["n"])]
-            family.add_metric([row["kind"]], cumulative, sum_value=None)
+            family.add_metric([row["kind"]], cumulative, sum_value=row["total"].total_seconds() if row["total"] else 0.0)
         yield family
 
     def _queues(self):

@@ -229,6 +229,8 @@ def test_metrics_are_refused_without_the_token_and_count_a_request(client, setti
     assert 'tracecup_jobs{kind="score_anonymized",state="succeeded"} 1.0' in text
     assert 'tracecup_job_run_seconds_bucket{kind="score_anonymized",le="5.0"} 1.0' in text
     assert 'tracecup_job_run_seconds_bucket{kind="score_anonymized",le="1.0"} 0.0' in text
+    assert 'tracecup_job_run_seconds_count{kind="score_anonymized"} 1.0' in text
+    assert re.search(r'^tracecup_job_run_seconds_sum\{kind="score_anonymized"\} 3\.0\d*$', text, re.M), text
     assert 'tracecup_worker_up{worker="w1@host"} 1.0' in text
     assert 'tracecup_worker_resident_memory_bytes{worker="w1@host"} 5.24288e+06' in text
     assert re.search(r'^tracecup_queue_depth\{queue="interactive"\} \d', text, re.M)
