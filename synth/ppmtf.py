@@ -179,6 +179,46 @@ def _sample_zeros(nz_keys: np.ndarray, N: int, cells: int, zero_num: int,
     return users[order], cellv[order]
 
 
+def _counted_cells(reg: np.ndarray, tid: np.ndarray, M: int, T: int) -> tuple[np.ndarray, ...]:
+    """The non-zero cells of R^II and R^I as sorted keys and counts: visits, one per event at (user,
+    region, slot), key ``(u * M + region) * T + slot``; transitions between consecutive time ids of one
+    day, key ``(u * M + from) * M + to``. ``reg``: (N, L) 0-based regions, negative = no event; ``tid``:
+    (L,) time ids from 1. Returns (visit keys, visit counts, transition keys, transition counts)."""
+    if len(tid) and tid.min() < 1:
+        raise ValueError(f"time ids must be >= 1, got {tid.min()}")
+    valid = reg >= 0
+    if np.any(reg[valid] >= M):
+        bad = int(reg[valid].max())
+        raise ValueError(f"region index {bad} is outside 0..{M - 1} (grid has {M} regions)")
+    slot = (tid - 1) % T
+    day = (tid - 1) // T
+    uu, cc = np.nonzero(valid)
+    vkeys, vcount = np.unique((uu.astype(np.int64) * M + reg[uu, cc]) * T + slot[cc], return_counts=True)
+    nxt = np.flatnonzero((tid[1:] == tid[:-1] + 1) & (day[1:] == day[:-1]))
+    if len(nxt):
+        src, dst = reg[:, nxt], reg[:, nxt + 1]
+        ok = (src >= 0) & (dst >= 0)
+        tu = np.broadcast_to(np.arange(reg.shape[0])[:, None], src.shape)[ok].astype(np.int64)
+        tkeys = (tu * M + src[ok]) * M + dst[ok]
+    else:
+        tkeys = np.zeros(0, np.int64)
+    tkeys, tcount = np.unique(tkeys, return_counts=True)
+    return vkeys, vcount, tkeys, tcount
+
+
+def _cells(keys: np.ndarray, count: np.ndarray, zu: np.ndarray, zc: np.ndarray, M: int, per: int,
+           clip: int) -> tuple[np.ndarray, ...]:
+    """Observed cells (``keys``: ``(u * M + i) * per + j``, their counts clipped at ``clip``) and sampled
+    zeros (user ``zu``, cell ``zc``) of one tensor, sorted by key: (user, i, j, value) arrays."""
+    cell_keys = np.concatenate([keys, zu * (M * per) + zc])
+    vals = np.concatenate([np.minimum(count, clip).astype(np.float64), np.zeros(len(zc))])
+    order = np.argsort(cell_keys, kind="stable")
+    cell_keys, vals = cell_keys[order], vals[order]
+    u = cell_keys // (M * per)
+    rest = cell_keys % (M * per)
+    return u, rest // per, rest % per, vals
+
+
 def build_tensors(traces: Traces, M: int, slots_per_day: int, *, max_trans: int = 100,
                   max_visit: int = 100, zero_num: int = 1000, clip: int = RATING_CLIP,
                   rng: np.random.Generator | None = None) -> TrainingTensors:
@@ -202,32 +242,9 @@ def build_tensors(traces: Traces, M: int, slots_per_day: int, *, max_trans: int 
     if T < 1:
         raise ValueError(f"slots_per_day must be >= 1, got {slots_per_day}")
     reg = np.asarray(traces.regions)
-    N, L = reg.shape
+    N = reg.shape[0]
     tid = np.asarray(traces.time_ids, dtype=np.int64)
-    if len(tid) and tid.min() < 1:
-        raise ValueError(f"time ids must be >= 1, got {tid.min()}")
-    valid = reg >= 0
-    if np.any(reg[valid] >= M):
-        bad = int(reg[valid].max())
-        raise ValueError(f"region index {bad} is outside 0..{M - 1} (grid has {M} regions)")
-    slot = (tid - 1) % T
-    day = (tid - 1) // T
-
-    # Visits: one count per event at (user, region, slot).
-    uu, cc = np.nonzero(valid)
-    vkeys = (uu.astype(np.int64) * M + reg[uu, cc]) * T + slot[cc]
-    vkeys, vcount = np.unique(vkeys, return_counts=True)
-
-    # Transitions: columns c -> c+1 with consecutive time ids on the same day.
-    nxt = np.flatnonzero((tid[1:] == tid[:-1] + 1) & (day[1:] == day[:-1]))
-    if len(nxt):
-        src, dst = reg[:, nxt], reg[:, nxt + 1]
-        ok = (src >= 0) & (dst >= 0)
-        tu = np.broadcast_to(np.arange(N)[:, None], src.shape)[ok].astype(np.int64)
-        tkeys = (tu * M + src[ok]) * M + dst[ok]
-    else:
-        tkeys = np.zeros(0, np.int64)
-    tkeys, tcount = np.unique(tkeys, return_counts=True)
+    vkeys, vcount, tkeys, tcount = _counted_cells(reg, tid, M, T)
 
     trans_support = np.unique(tkeys % (M * M))
     visit_support = np.zeros((T, M), dtype=bool)
@@ -243,17 +260,8 @@ def build_tensors(traces: Traces, M: int, slots_per_day: int, *, max_trans: int 
     tkeys, tcount = tkeys[keep_t], tcount[keep_t]
     vkeys, vcount = vkeys[keep_v], vcount[keep_v]
 
-    def cells(keys, count, zu, zc, per):
-        cell_keys = np.concatenate([keys, zu * (M * per) + zc])
-        vals = np.concatenate([np.minimum(count, clip).astype(np.float64), np.zeros(len(zc))])
-        order = np.argsort(cell_keys, kind="stable")
-        cell_keys, vals = cell_keys[order], vals[order]
-        u = cell_keys // (M * per)
-        rest = cell_keys % (M * per)
-        return u, rest // per, rest % per, vals
-
-    tu, ti, tj, tv = cells(tkeys, tcount, zt_u, zt_c, M)
-    vu, vi, vt, vv = cells(vkeys, vcount, zv_u, zv_c, T)
+    tu, ti, tj, tv = _cells(tkeys, tcount, zt_u, zt_c, M, M, clip)
+    vu, vi, vt, vv = _cells(vkeys, vcount, zv_u, zv_c, M, T, clip)
     return TrainingTensors(
         N=N, M=M, T=T,
         user=np.concatenate([tu, vu]).astype(np.int32),
