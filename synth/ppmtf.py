@@ -533,8 +533,33 @@ def train(traces: Traces, nx: int | Grid, ny: int | None = None, *, slots_per_da
     N = tensors.N
     if N < 2:
         raise ValueError(f"training needs at least 2 users, got {N}")
-    # Stacked factor matrix Z = [A; B; C; D; 0]: a cell's three factor rows are
-    # user, N + first, N + M + third (third < M for transitions; M + t for visits).
+    Z, spans, hyper = _gibbs(tensors, K=K, alpha=alpha, sweeps=sweeps, prior=prior,
+                             centered_scatter=centered_scatter, rng=rng, progress=progress)
+    (oA, oB), (oC, oD), dummy = spans["A"], spans["C"], spans["D"][1]
+    mu_A, Lambda_A = hyper["A"]
+    params = dict(K=K, alpha=alpha, sweeps=sweeps, zero_num=zero_num, max_trans=max_trans,
+                  max_visit=max_visit, beta0=prior.beta0, nu0=prior.nu0, w0=prior.w0,
+                  centered_scatter=centered_scatter, seed=seed, slots_per_day=T,
+                  training_users=N, rating_clip=RATING_CLIP)
+    return PPMTFModel(
+        A=Z[oA:oB].copy(), B=Z[oB:oC].copy(), C=Z[oC:oD].copy(), D=Z[oD:dummy].copy(),
+        mu_A=np.asarray(mu_A), Lambda_A=np.asarray(Lambda_A),
+        trans_support=tensors.trans_support, visit_support=tensors.visit_support,
+        nx=nx, ny=ny, slot_start_minute=float(slot_start_minute),
+        slot_minutes=float(600.0 / T if slot_minutes is None else slot_minutes), params=params,
+        grid_box=grid_box)
+
+
+def _gibbs(tensors: TrainingTensors, *, K: int, alpha: float, sweeps: int, prior: HyperPrior,
+           centered_scatter: bool, rng: np.random.Generator, progress: Progress) -> tuple[np.ndarray, dict, dict]:
+    """The Gibbs sampler of :func:`train` (PPMTF.md section 2): ``sweeps`` sweeps, each drawing the four
+    factor matrices' hyper-parameters, then A's, B's, and C's and D's rows given the others.
+
+    Returns the stacked factor matrix Z = [A; B; C; D; 0], (N + 2M + T + 1, K), the row span of each
+    matrix in it, and the last hyper-parameters ``{name: (mu, Lambda)}``. A cell's three factor rows are
+    user, N + first, N + M + third (third < M for transitions; M + t for visits); the last row is zero,
+    the padding of the groupings."""
+    N, M, T = tensors.N, tensors.M, tensors.T
     oA, oB, oC = 0, N, N + M
     oD = N + 2 * M
     dummy = N + 2 * M + T
@@ -549,34 +574,20 @@ def train(traces: Traces, nx: int | Grid, ny: int | None = None, *, slots_per_da
 
     Z = np.zeros((dummy + 1, K))
     Z[:dummy] = rng.random((dummy, K))
-    names = ("A", "B", "C", "D")
     spans = {"A": (oA, oB), "B": (oB, oC), "C": (oC, oD), "D": (oD, dummy)}
     hyper = {}
     for sweep in range(1, sweeps + 1):
-        for name in names:
+        for name in ("A", "B", "C", "D"):
             lo, hi = spans[name]
             hyper[name] = draw_hyper(Z[lo:hi], rng, prior, centered_scatter=centered_scatter)
-        for _name, grouping, rows in (("A", by_user, [("A", N)]), ("B", by_first, [("B", M)]),
-                                     ("CD", by_third, [("C", M), ("D", T)])):
+        for grouping, rows in ((by_user, [("A", N)]), (by_first, [("B", M)]), (by_third, [("C", M), ("D", T)])):
             G, h = _gram(grouping, Z, K)
             mu = np.concatenate([np.broadcast_to(hyper[x][0], (n, K)) for x, n in rows])
             Lam = np.concatenate([np.broadcast_to(hyper[x][1], (n, K, K)) for x, n in rows])
             lo = spans[rows[0][0]][0]
             Z[lo:lo + len(G)] = _sample_rows(G, h, mu, Lam, alpha, rng)
         progress(sweep, sweeps, f"Gibbs sweep {sweep}/{sweeps}")
-
-    mu_A, Lambda_A = hyper["A"]
-    params = dict(K=K, alpha=alpha, sweeps=sweeps, zero_num=zero_num, max_trans=max_trans,
-                  max_visit=max_visit, beta0=prior.beta0, nu0=prior.nu0, w0=prior.w0,
-                  centered_scatter=centered_scatter, seed=seed, slots_per_day=T,
-                  training_users=N, rating_clip=RATING_CLIP)
-    return PPMTFModel(
-        A=Z[oA:oB].copy(), B=Z[oB:oC].copy(), C=Z[oC:oD].copy(), D=Z[oD:dummy].copy(),
-        mu_A=np.asarray(mu_A), Lambda_A=np.asarray(Lambda_A),
-        trans_support=tensors.trans_support, visit_support=tensors.visit_support,
-        nx=nx, ny=ny, slot_start_minute=float(slot_start_minute),
-        slot_minutes=float(600.0 / T if slot_minutes is None else slot_minutes), params=params,
-        grid_box=grid_box)
+    return Z, spans, hyper
 
 
 def reconstruction_rmse(model: PPMTFModel, tensors: TrainingTensors) -> dict[str, float]:
