@@ -3,7 +3,8 @@
     .venv/bin/python contest/web/locale/update.py
 
 Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/``,
-``contest/upload_limits.py``, ``contest/upload_rule.py`` and the validator's messages (``scoring/errors.py``)
+``contest/upload_limits.py``, ``contest/upload_rule.py``, ``contest/permissions.py``,
+``contest/db_unavailable.py`` and the validator's messages (``scoring/errors.py``)
 (Django's ``makemessages``, which keeps the existing translations), writes
 ``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
 strings come out untranslated: translate them in the .po and run this again
@@ -44,6 +45,8 @@ def extract(work: Path) -> Path:
     (work / "site" / "upload_rule.py").symlink_to(ROOT / "contest" / "upload_rule.py")  # the size rule's sentences
     # reasons of a refusal that pages show in the page language (gettext_noop in contest.permissions)
     (work / "site" / "permissions.py").symlink_to(ROOT / "contest" / "permissions.py")
+    # the 503 of a database that cannot be reached, made outside any view
+    (work / "site" / "db_unavailable.py").symlink_to(ROOT / "contest" / "db_unavailable.py")
     (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
     (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
     target = work / "locale" / "ja" / "LC_MESSAGES"
