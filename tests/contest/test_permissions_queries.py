@@ -71,7 +71,7 @@ def test_more_references_to_one_file_cost_no_more_queries(generated):
     fields = {fld.attname: getattr(aset, fld.attname) for fld in AnonymizedSet._meta.concrete_fields
               if not fld.primary_key}
     for k in range(20):  # the same stored file, as twenty more uploads of beta's data set
-        AnonymizedSet.objects.create(**{**fields, "seq": aset.seq + 1 + k, "selected": False})
+        AnonymizedSet.objects.create(**{**fields, "seq": aset.seq + 1 + k, "selected": False, "request_key": None})
     assert AnonymizedSet.objects.filter(file_id=f.pk).count() == 21
     allowed, many = _queries(alpha, f)
     assert not allowed and many == one <= MAX_QUERIES
