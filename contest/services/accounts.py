@@ -24,6 +24,7 @@ from rest_framework.authtoken.models import Token
 
 from contest import permissions
 from contest.services import audit
+from contest.services.errors import ServiceError
 
 #: The start of a deleted account's username; ``~`` is not among the characters a username may have
 #: (Django's validator: letters, digits and @.+-_), so no one can sign up as a deleted account.
@@ -33,8 +34,11 @@ DELETED_PREFIX = "deleted~"
 DELETED_NAME = gettext_noop("deleted user")
 
 
-class AccountError(Exception):
+class AccountError(ServiceError):
     """A refused account operation; the text is the reason, for the user."""
+
+    code = "account_refused"
+    status = 409
 
 
 def rotate_token(user, *, reason: str) -> Token | None:

@@ -141,10 +141,9 @@ def delete_account(request):
                 return throttled_response(request)
             form.add_error("password", _("This is not your password."))
         else:
-            try:
+            with Refusal(request) as refused:
                 accounts.delete_account(user)
-            except accounts.AccountError as exc:
-                messages.error(request, _(str(exc)))
+            if refused.error:
                 return redirect("web:delete_account")
             logout(request)
             messages.success(request, _("Your account was deleted."))
