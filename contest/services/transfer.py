@@ -45,7 +45,10 @@ SECTIONS = [
     ("awards", m.Award, "snapshot__contest"),
     ("audit", m.AuditLog, "contest"),
 ]
-SKIP_FIELDS = {"id", "invitation_code", "compressed_size"}
+#: Not carried over: ids and invitation codes are the importing site's, the compressed size its storage's,
+#: and an upload's request key (the idempotency key of the request that stored it) a fact of this site's
+#: requests, unique here: imported into the same site beside the original, it would collide.
+SKIP_FIELDS = {"id", "invitation_code", "compressed_size", "request_key"}
 User = None
 
 
