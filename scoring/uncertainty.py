@@ -149,15 +149,28 @@ def joint_normal(num, den=None, *, draws: int = JOINT_DRAWS, seed: int) -> np.nd
     den = np.ones(num.shape[-1]) if den is None else np.asarray(den, dtype=np.float64)
     est = ratio_estimates(num, den)[0]
     resid = num - est[..., None] * den
+    # The draws go to the attacks in an order of their own (score, then a fixed projection of their
+    # residuals), so the same attacks listed in another order (a results job that combines stored parts,
+    # one that recomputes) get the same draws, and so the same bounds to the last digit.
+    order = np.lexsort((resid @ _projection(num.shape[-1]), est), axis=-1)
+    resid = np.take_along_axis(resid, order[..., None], axis=-2)
     norm = np.sqrt((resid * resid).sum(axis=-1))
     unit = resid / np.where(norm > 0, norm, 1.0)[..., None]
     corr = np.einsum("...am,...bm->...ab", unit, unit)
     eye = np.eye(num.shape[-2], dtype=bool)
     corr = np.where(eye, 1.0, np.where((norm[..., :, None] > 0) & (norm[..., None, :] > 0), corr, 0.0))
+    # The symmetric square root: unique, unlike the eigenvectors' signs and bases, so a correlation that
+    # differs in its last bits gives draws that differ in their last bits.
     vals, vecs = np.linalg.eigh(corr)
-    root = (vecs * np.sqrt(np.clip(vals, 0.0, None))[..., None, :]).astype(np.float32)
+    root = np.einsum("...ak,...k,...bk->...ab", vecs, np.sqrt(np.clip(vals, 0.0, None)), vecs).astype(np.float32)
     g = np.random.default_rng(seed).standard_normal((*corr.shape[:-2], draws, num.shape[-2]), dtype=np.float32)
-    return np.einsum("...ab,...sb->...sa", root, g)
+    z = np.einsum("...ab,...sb->...sa", root, g)
+    return np.take_along_axis(z, np.argsort(order, axis=-1)[..., None, :], axis=-1)
+
+
+def _projection(m: int) -> np.ndarray:
+    """(m,) a fixed direction per number of users, to order attacks whose scores tie."""
+    return np.random.default_rng(m).standard_normal(m)
 
 
 def simultaneous_constant(z: np.ndarray, *, level: float = LEVEL, terms: int = 1, seed: int = 0) -> np.ndarray:
