@@ -29,8 +29,11 @@ def contest_upload_limit(contest) -> int:
 
 
 def size_text(size: int) -> str:
-    """A size in the one unit every page, message and the page script state sizes in: MiB (2**20 bytes),
-    or KiB below one MiB, with one decimal unless the figure is whole ("200 MiB", "48.8 KiB")."""
+    """A size in the units every page, message and the page script state sizes in: MiB (2**20 bytes),
+    KiB below one MiB, bytes below one KiB (an empty file is "0 B", not "0 KiB"), with one decimal
+    unless the figure is whole ("200 MiB", "48.8 KiB")."""
+    if size < 1 << 10:
+        return f"{size}\xa0B"
     unit, scale = ("MiB", 1 << 20) if size >= 1 << 20 else ("KiB", 1 << 10)
     figure = f"{size / scale:.1f}".removesuffix(".0")
     return f"{figure}\xa0{unit}"

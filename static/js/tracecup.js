@@ -605,7 +605,9 @@
 
   /* Sizes in the site's one unit, as contest.upload_limits.size_text states them: MiB (2^20 bytes), KiB
      below one MiB, one decimal unless the figure is whole. */
+  // The size rule's units (contest.upload_rule.size_text): B below a KiB, KiB below a MiB, then MiB.
   function humanBytes(n) {
+    if (n < 1024) { return n + "\u00a0B"; }
     var big = n >= 1048576, figure = (n / (big ? 1048576 : 1024)).toFixed(1).replace(/\.0$/, "");
     return figure + "\u00a0" + (big ? "MiB" : "KiB");
   }

@@ -44,6 +44,7 @@ def test_the_preview_appears_after_an_upload_without_reload(live_server, celery_
     # the side-by-side row of the upload carries its preview minima
     row = page.locator(f"#history-ds-{ds.pk} tr", has_text="#1").inner_text()
     assert f"{p.summary['s_i_min']:.4f}" in row and f"{p.summary['s_t_min']:.4f}" in row
+    section.locator("details.preview-maps-part > summary").click()  # the card folds the leak map
     section.locator("figure[data-chart=gridmap] svg").first.wait_for()
     assert section.locator("figure[data-chart=gridmap] svg").count() == 2
     assert not overflow_problems(page, strict=False)
@@ -61,6 +62,7 @@ def test_the_preview_appears_after_an_upload_without_reload(live_server, celery_
     phone = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
     login(phone, base, "alpha1", "pw")
     phone.goto(f"{base}/c/pv/team/")
+    phone.locator(f"#preview-ds-{ds.pk} details.preview-maps-part > summary").click()
     phone.locator(f"#preview-ds-{ds.pk} figure[data-chart=gridmap] svg").first.wait_for()
     assert not overflow_problems(phone, strict=False), overflow_problems(phone, strict=False)
     shot(phone, "team-privacy-preview-390")

@@ -204,7 +204,7 @@ def test_two_rounds_steered_from_the_console(live_server, celery_worker_process,
     public.goto(f"{base}/c/{contest.slug}/attack-matrix/?round=2")
     with public.expect_download() as dl:
         public.get_by_role("link", name="Download the matrix (CSV)").click()
-    assert dl.value.path().read_text().startswith("round,kind,attacker,target_team")
+    assert dl.value.path().read_text().startswith("round,kind,attacker,attacker_label,target_team")
     team = browser.new_context(viewport={"width": 390, "height": 900}, accept_downloads=True).new_page()
     login(team, base, "alpha1", "pw")
     team.goto(f"{base}/c/{contest.slug}/team/")

@@ -19,6 +19,7 @@ RULE = {"en": "at most 48.8\xa0KiB uncompressed (a .gz or .zip counts by the CSV
 
 def test_sizes_are_stated_in_mib():
     assert size_text(200 * 1024 * 1024) == "200\xa0MiB" and size_text(50_000) == "48.8\xa0KiB"
+    assert size_text(0) == "0\xa0B" and size_text(1023) == "1023\xa0B" and size_text(1024) == "1\xa0KiB"
     with translation.override("en"):
         assert limit_text(200 * 1024 * 1024).startswith("at most 200\xa0MiB uncompressed")
 
