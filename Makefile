@@ -47,7 +47,7 @@ PARALLEL ?= -n auto --dist loadfile
 
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
-	$(PY) -m pytest $(PARALLEL) $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) --durations=10 $(PYTEST_ARGS)
 
 # The inner loop: the judge's and the synthesizers' tests and the platform's unit and page tests, without
 # the ones marked slow (statistical checks, whole rounds), integration (real workers) or browser.
