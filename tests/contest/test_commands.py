@@ -117,6 +117,7 @@ def test_import_refuses_a_file_larger_than_the_archive_declares_and_keeps_nothin
     assert not Contest.objects.filter(slug="small-copy").exists()
     assert StoredFile.objects.count() == before
 
+@pytest.mark.slow
 def test_check_deploy_is_clean_under_production_settings():
     r = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
              {"TRACECUP_PRODUCTION": "1", "DEBUG": "0", "ALLOWED_HOSTS": "contest.example.org",
@@ -147,6 +148,7 @@ def test_production_refuses_a_known_or_weak_secret_key(key, reason):
     assert "secrets.token_urlsafe" in r.stderr  # and says how to make one
 
 
+@pytest.mark.slow
 def test_check_deploy_reports_the_development_key():
     """``check --deploy`` said nothing of the development key (Django's own check sees a long, varied key)."""
     env = {"DEBUG": "0", "ALLOWED_HOSTS": "contest.example.org"}
@@ -203,6 +205,7 @@ def test_docker_compose_commands_and_modules_exist():
     assert settings.CELERY_BEAT_SCHEDULE["sweep-jobs-and-phases"]["task"] == "contest.tasks.sweep"
 
 
+@pytest.mark.slow
 def test_importing_the_settings_makes_no_folder_and_the_app_makes_them(tmp_path):
     var = tmp_path / "var"
     r = _run(["-c", "import contest.settings"], {"TRACECUP_VAR_DIR": str(var)})

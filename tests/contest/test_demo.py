@@ -20,6 +20,7 @@ from contest.workers import process_tree
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_demo_setup_is_idempotent_and_every_page_has_real_data(client):
     from django.contrib.auth import get_user_model

@@ -26,6 +26,7 @@ def _fresh_worker():
     generation._SYNTHESIZER.clear()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("synthesizer", ["ppmtf", "city"])
 def test_each_set_is_its_own_job_and_its_bytes_depend_only_on_the_seed_and_its_name(make_contest, tmp_path,
                                                                                      synthesizer):

@@ -28,6 +28,7 @@ def two_round_contest():
     return create_contest(spec)
 
 
+@pytest.mark.slow
 def test_a_team_approved_after_generation_breaks_nothing_and_gets_data_next_round():
     contest = two_round_contest()
     first, second = contest.rounds.order_by("number")

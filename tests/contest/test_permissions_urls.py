@@ -99,6 +99,7 @@ def _call(client, method, url, payload):
     return client.post(url, files, HTTP_ACCEPT="application/json")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("closed", [False, True], ids=["anonymization-open", "after-close"])
 def test_every_role_object_action_through_the_real_urls(generated, closed, django_capture_on_commit_callbacks):
     w = _world(generated, closed)

@@ -55,6 +55,7 @@ def _readable_ids(u) -> tuple[set[int], set[int]]:
     return got_api, got_web
 
 
+@pytest.mark.slow
 def test_guessing_file_ids_reveals_nothing_secret(generated):
     """A team member walks every stored-file id after the close: only what SPEC 1 grants comes back."""
     w = _world(generated, closed=True)
@@ -120,6 +121,7 @@ def _second_contest():
     return other
 
 
+@pytest.mark.slow
 def test_no_path_crosses_contests(generated):
     """Members and organizers of contest tc see none of contest other's secrets; a superuser sees all."""
     other = _second_contest()

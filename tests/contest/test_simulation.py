@@ -105,6 +105,7 @@ def assert_paper_findings(report) -> None:
     assert all(0 <= sd < 0.15 for pair in found.fairness_sd.values() for sd in pair), found
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_the_command_plays_two_rounds_inline_and_prints_the_stage_table():
     out = io.StringIO()

@@ -64,6 +64,7 @@ def test_without_a_start_time_the_back_off_holds(generated, sent, monkeypatch):
     assert waiting.pk not in sent
 
 
+@pytest.mark.slow
 def test_the_broker_start_time_is_redis_uptime_or_none_at_once(monkeypatch):
     from contest.celery import app
     from tests.worker import reset_broker_pools

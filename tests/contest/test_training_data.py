@@ -158,6 +158,7 @@ def test_bad_training_data_is_a_clear_error_and_changes_nothing(make_contest):
     assert r.status_code == 403
 
 
+@pytest.mark.slow
 @needs_2019
 def test_neighbouring_training_sets_give_pages_that_differ_only_in_noised_values(make_contest):
     """Two coloc rounds trained on the Osaka traces D and D minus one user: the API's round summary, the

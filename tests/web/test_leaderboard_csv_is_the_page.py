@@ -36,6 +36,7 @@ def _four(value: str) -> str:
     return floatformat(float(value), 4)
 
 
+@pytest.mark.slow
 def test_the_csv_of_every_round_and_the_total_is_the_pages_table(django_capture_on_commit_callbacks):
     contest = two_rounds()
     for rnd in contest.rounds.order_by("number"):
