@@ -84,9 +84,3 @@ def _empty_cache():
     from django.core.cache import cache
     cache.clear()
     yield
-
-
-@pytest.fixture(autouse=True)
-def _bundle_dir(settings, tmp_path_factory):
-    """Built bundles (attack material, exports) go to a folder of each test's own."""
-    settings.TRACECUP_BUNDLE_DIR = tmp_path_factory.mktemp("bundles")

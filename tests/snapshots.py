@@ -12,10 +12,9 @@ The tables that migrations fill (content types, permissions: non-empty in a fres
 :func:`migration_tables`) are never copied: every test database has them already, and a test that
 flushes the database (``transaction=True``) has them made again with other ids.
 
-Besides the rows, a snapshot holds the files the build wrote into the bundle folder
-(``TRACECUP_BUNDLE_DIR``: the attack material a close builds), laid again into each test's own
-folder. What it does not hold: caches (cleared before every test anyway) and Python objects (the
-fixture hands each test a fresh instance read from its own database).
+Everything a build makes is in the database (stored files, built bundles included), so the rows
+are the whole state. What a snapshot does not hold: caches (cleared before every test anyway) and
+Python objects (the fixture hands each test a fresh instance read from its own database).
 
 The key of a state must name everything its build depends on: the fixture's name and, for a
 module's own state, the module (``request.module.__name__``).
@@ -25,11 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from django.apps import apps
-from django.conf import settings
 from django.db import connection, models, transaction
 from django.utils import timezone
 
@@ -72,12 +69,10 @@ class Snapshot:
     and primary key, or a plain value)."""
     tables: list[_Rows]
     result: Any
-    bundles: dict[str, bytes]
     built_at: datetime
 
     def restore(self) -> Any:
-        """Insert the rows into the current (test) transaction and write the bundle files into the
-        current bundle folder; returns the build's result, read anew.
+        """Insert the rows into the current (test) transaction; returns the build's result, read anew.
 
         Every time in the rows moves by the time since the build, so the state is as old now as it
         was when built: a phase that opened an hour before is still an hour open, and a job queued a
@@ -85,19 +80,7 @@ class Snapshot:
         later = timezone.now() - self.built_at
         for table in self.tables:  # foreign keys are checked at commit (deferred), so any order does
             table.insert(later)
-        folder = Path(settings.TRACECUP_BUNDLE_DIR)
-        for name, content in self.bundles.items():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / name).write_bytes(content)
         return _read_result(self.result)
-
-
-def _bundle_files() -> dict[str, bytes]:
-    """Every file below the bundle folder, by its path relative to the folder."""
-    folder = Path(settings.TRACECUP_BUNDLE_DIR)
-    if not folder.is_dir():
-        return {}
-    return {str(f.relative_to(folder)): f.read_bytes() for f in folder.rglob("*") if f.is_file()}
 
 
 def _copy_rows(model: type[models.Model]) -> _Rows:
@@ -151,10 +134,8 @@ def built_once(key: Any, build: Callable[[], Any], base: frozenset[type[models.M
     if snapshot is not None:
         with transaction.atomic():  # foreign keys are checked at its end: rows go in table by table
             return snapshot.restore()
-    files_before = _bundle_files()
     result = build()
     built_at = timezone.now()
     tables = [_copy_rows(m) for m in _tables() if m not in base and m._base_manager.exists()]
-    bundles = {name: content for name, content in _bundle_files().items() if files_before.get(name) != content}
-    _BUILT[key] = Snapshot(tables, _keep_result(result), bundles, built_at)
+    _BUILT[key] = Snapshot(tables, _keep_result(result), built_at)
     return result
