@@ -1,6 +1,9 @@
 """Thin serializers of the contest's objects (no rules here: see permissions and services)."""
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from contest.models import (
@@ -22,6 +25,12 @@ from contest.models import (
 from contest.services.accounts import is_deleted
 from contest.services.generation import synthesizer_summary
 from contest.services.setup import MAX_ROUND_DAYS
+
+
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadedFileField(serializers.FileField):
+    """A file sent in a multipart request: declared ``format: binary`` in the schema, so the API docs offer
+    a file chooser (drf-spectacular otherwise declares a file field as ``format: uri``, a text box)."""
 
 
 class StoredFileSerializer(serializers.ModelSerializer):
@@ -218,7 +227,7 @@ class PhaseScheduleSerializer(serializers.Serializer):
 
     def validate(self, data):
         if not data:
-            raise serializers.ValidationError("give opens_at, closes_at or both")
+            raise serializers.ValidationError(_("give opens_at, closes_at or both"))
         return data
 
 
@@ -238,7 +247,7 @@ class RoundCreateSerializer(serializers.Serializer):
 
 class UploadSerializer(serializers.Serializer):
     # An empty file is refused at once, as on the web page (UploadForm), not stored and rejected later.
-    file = serializers.FileField(help_text="CSV, or .gz / .zip holding one CSV", error_messages={
+    file = UploadedFileField(help_text="CSV, or .gz / .zip holding one CSV", error_messages={
         "empty": "the file is empty (0 bytes): an upload is a CSV file with its header and rows"})
 
 
@@ -256,7 +265,7 @@ class ContestCreateSerializer(serializers.Serializer):
     """The contest setup YAML, as a field ``yaml`` or an uploaded ``file``."""
 
     yaml = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    file = serializers.FileField(required=False)
+    file = UploadedFileField(required=False, help_text="the contest file (YAML), instead of the field yaml")
 
     def validate(self, attrs):
         text = attrs.get("yaml") or ""
@@ -264,9 +273,9 @@ class ContestCreateSerializer(serializers.Serializer):
             try:
                 text = attrs["file"].read().decode("utf-8")
             except UnicodeDecodeError:
-                raise serializers.ValidationError({"file": ["the contest setup file must be UTF-8 text"]}) from None
+                raise serializers.ValidationError({"file": [_("the contest setup file must be UTF-8 text")]}) from None
         if not text.strip():
-            raise serializers.ValidationError({"yaml": ["the contest setup YAML is required"]})
+            raise serializers.ValidationError({"yaml": [_("the contest setup YAML is required")]})
         return {"text": text}
 
 

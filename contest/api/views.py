@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.db import DatabaseError, connection, transaction
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
 from rest_framework.authtoken.models import Token
@@ -14,11 +15,11 @@ from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contest import permissions, second_factor, selectors
+from contest import job_kinds, permissions, second_factor, selectors
 from contest.api import serializers as S
 from contest.api import throttles
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
-from contest.services import accounts, schedule, storage, training_data, uploads
+from contest.services import accounts, results_snapshot, schedule, storage, training_data, uploads
 from contest.services import announcements as announcements_service
 from contest.services import results as results_service
 from contest.services import setup as setup_service
@@ -97,7 +98,8 @@ class ContestList(APIView):
     permission_classes = [AllowAny]  # anyone lists contests; POST asks ``permissions.can_create_contest``
     parser_classes = [JSONParser, FormParser, MultiPartParser]
 
-    @extend_schema(responses=S.ContestSerializer(many=True))
+    @extend_schema(description="The contests open to the public; an organizer also sees the drafts they organize.",
+                   responses=S.ContestSerializer(many=True))
     def get(self, request):
         return Response(S.ContestSerializer(selectors.contests(), many=True).data)
 
@@ -112,7 +114,8 @@ class ContestList(APIView):
 
 class ContestDetail(APIView):
     permission_classes = [AllowAny]  # a contest's description is public
-    @extend_schema(responses=S.ContestSerializer)
+    @extend_schema(description="One contest: its description, rounds and phases with their times.",
+                   responses=S.ContestSerializer)
     def get(self, request, slug):
         return Response(S.ContestSerializer(get_object_or_404(selectors.contests(), slug=slug)).data)
 
@@ -120,7 +123,9 @@ class ContestDetail(APIView):
 class MyTeam(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: OpenApiResponse(description="my role and team in the contest")})
+    @extend_schema(description="Who you are in this contest: your user name, whether you organize it, your team "
+                               "and the public sets your team may attack.",
+                   responses={200: OpenApiResponse(description="my role and team in the contest")})
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         team = permissions.team_of(request.user, contest)
@@ -134,7 +139,10 @@ class MyTeam(APIView):
 
 class DatasetList(APIView):
     permission_classes = [AllowAny]  # ``selectors.visible_datasets`` asks ``permissions`` per dataset
-    @extend_schema(responses=S.DatasetSerializer(many=True))
+    @extend_schema(description="The contest's data sets you may read: the sample, your team's own and, once the "
+                               "anonymization phase closes, the other teams' (reference traces only); an organizer "
+                               "sees every one.",
+                   responses=S.DatasetSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         visible = selectors.visible_datasets(request.user, contest)
@@ -144,7 +152,10 @@ class DatasetList(APIView):
 
 class DatasetFile(APIView):
     permission_classes = [AllowAny]  # ``permissions.can_read_dataset_file`` decides
-    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="the exact file bytes")})
+    @extend_schema(description="Download a data set's reference traces or original traces (your team's own; the "
+                               "original traces of other teams are secret) as CSV, with its SHA-256 in the ETag and "
+                               "X-Content-SHA256 headers.",
+                   responses={(200, "text/csv"): OpenApiResponse(description="the exact file bytes")})
     def get(self, request, pk, which):
         ds = get_object_or_404(Dataset.objects.select_related("round__contest", "reference", "original"), pk=pk)
         _require(permissions.can_read_dataset_file(request.user, ds, which), request.user)
@@ -153,19 +164,23 @@ class DatasetFile(APIView):
 
 class RoundFile(APIView):
     permission_classes = [AllowAny]  # ``permissions.can_read_round_file`` decides
-    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
+    @extend_schema(description="Download the round's region table (info_region.csv) or time-slot table "
+                               "(info_time.csv); 400 while the round's data is not generated yet.",
+                   responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
     def get(self, request, pk, which):
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
         _require(permissions.can_read_round_file(request.user, rnd, which), request.user)
         stored = rnd.info_region if which == "info_region" else rnd.info_time
         if stored is None:
-            raise ValidationError({which: ["the round's data is not generated yet"]})
+            raise ValidationError({which: [_("the round's data is not generated yet")]})
         return stream_file(stored)
 
 
 class PublicSetList(APIView):
     permission_classes = [AllowAny]  # ``selectors.visible_public_sets`` asks ``permissions`` per set
-    @extend_schema(responses=S.PublicSetSerializer(many=True))
+    @extend_schema(description="The contest's public sets (pseudonymized anonymized traces to attack) you may "
+                               "see, each with its commitment once it may be shown.",
+                   responses=S.PublicSetSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         return Response(public_sets_data(selectors.visible_public_sets(request.user, contest), request.user))
@@ -173,7 +188,9 @@ class PublicSetList(APIView):
 
 class PublicSetFile(APIView):
     permission_classes = [AllowAny]  # ``permissions.can_read_public_set`` decides
-    @extend_schema(responses={(200, "text/csv"): OpenApiResponse(description="pubtraces / ptable")})
+    @extend_schema(description="Download a public set's pseudonymized traces (pubtraces, for the contest's teams once "
+                               "the anonymization phase closes) or its secret ID table (ptable, organizers only) as CSV.",
+                   responses={(200, "text/csv"): OpenApiResponse(description="pubtraces / ptable")})
     def get(self, request, pk, which):
         ps = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest"), pk=pk)
         _require(permissions.can_read_public_set(request.user, ps, which), request.user)
@@ -182,7 +199,9 @@ class PublicSetFile(APIView):
 
 class FileDownload(APIView):
     permission_classes = [AllowAny]  # ``permissions.can_read_file`` decides
-    @extend_schema(responses={(200, "application/octet-stream"): OpenApiResponse(description="the exact bytes")})
+    @extend_schema(description="Download a stored file by its id (the ids the other answers name), if you may "
+                               "read it; the SHA-256 is in the ETag and X-Content-SHA256 headers.",
+                   responses={(200, "application/octet-stream"): OpenApiResponse(description="the exact bytes")})
     def get(self, request, pk):
         stored = get_object_or_404(StoredFile, pk=pk)
         _require(permissions.can_read_file(request.user, stored), request.user)
@@ -197,13 +216,13 @@ class AnonymizedSetUpload(APIView):
 
     @extend_schema(request=S.UploadSerializer, responses={202: S.AnonymizedSetSerializer})
     def post(self, request, pk):
-        """Upload an anotraces file for dataset ``pk`` (your team's, challenge 1 or 2)."""
+        """Upload an anotraces file for data set ``id`` (your team's, challenge 1 or 2)."""
         ds = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=pk)
         content, name, _fields = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name,
                                              key=request.headers.get("Idempotency-Key"))
         return _accepted(request, aset, S.AnonymizedSetSerializer,
-                         Job.objects.filter(kind="score_anonymized", args__anonymized_set_id=aset.pk))
+                         Job.objects.filter(kind=job_kinds.SCORE_ANONYMIZED, args__anonymized_set_id=aset.pk))
 
 
 def _accepted(request, upload, serializer_class, scoring_jobs) -> Response:
@@ -275,7 +294,7 @@ def _preview_of(request, pk) -> PrivacyPreview:
     _require(permissions.can_read_preview(request.user, aset), request.user)
     p = PrivacyPreview.objects.select_related("per_user").filter(anonymized_set=aset).first()
     if p is None:
-        raise NotFound("no privacy preview of this upload (not valid, or its preview job has not run yet)")
+        raise NotFound(_("no privacy preview of this upload (not valid, or its preview job has not run yet)"))
     return p
 
 
@@ -317,16 +336,16 @@ class AttackUpload(APIView):
 
     @extend_schema(request=S.AttackUploadSerializer, responses={202: S.AttackSerializer})
     def post(self, request, pk):
-        """Upload an etable or etraces (field ``kind``) against public set ``pk``."""
+        """Upload an etable or etraces (field ``kind``) against public set ``id``."""
         target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"), pk=pk)
         team = permissions.team_of(request.user, target.dataset.round.contest)
         if team is None:
-            raise PermissionDenied("only members of a team of this contest can upload attacks")
+            raise PermissionDenied(_("only members of a team of this contest can upload attacks"))
         content, name, fields = _upload(request, S.AttackUploadSerializer)
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
                                        content=content, name=name, key=request.headers.get("Idempotency-Key"))
         return _accepted(request, attack, S.AttackSerializer,
-                         Job.objects.filter(kind="score_attack", args__attack_id=attack.pk))
+                         Job.objects.filter(kind=job_kinds.SCORE_ATTACK, args__attack_id=attack.pk))
 
 
 AttackList, AttackDetail = _team_upload_views(
@@ -339,7 +358,9 @@ AttackList, AttackDetail = _team_upload_views(
 class JobDetail(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses=S.JobSerializer)
+    @extend_schema(description="One job (scoring, generation, the judge's attacks, results): its status and "
+                               "message; poll it after an upload. Failure details are for the organizers.",
+                   responses=S.JobSerializer)
     def get(self, request, pk):
         job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
         _require(permissions.can_see_job(request.user, job), request.user)
@@ -349,7 +370,8 @@ class JobDetail(APIView):
 class JobList(APIView):
     permission_classes = [IsAuthenticated, IsContestOrganizer]
 
-    @extend_schema(responses=S.JobSerializer(many=True))
+    @extend_schema(description="Organizers: the contest's 200 most recent jobs.",
+                   responses=S.JobSerializer(many=True))
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         self.check_object_permissions(request, contest)
@@ -359,12 +381,14 @@ class JobList(APIView):
 class MyScores(APIView):
     permission_classes = [IsAuthenticated]
 
-    @extend_schema(responses={200: OpenApiResponse(description="s_U of my uploads and the scores of my attacks")})
+    @extend_schema(description="Your team's scores: the utility score s_U of each anonymized set and the score "
+                               "of each attack.",
+                   responses={200: OpenApiResponse(description="s_U of my uploads and the scores of my attacks")})
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         team = permissions.team_of(request.user, contest)
         if team is None:
-            raise PermissionDenied("you are not in a team of this contest")
+            raise PermissionDenied(_("you are not in a team of this contest"))
         scores = selectors.team_scores(team)
         return Response({k: S.ScoreSerializer(v, many=True).data for k, v in scores.items()})
 
@@ -374,30 +398,33 @@ class Results(APIView):
     permission_classes = [AllowAny]  # ``permissions.can_view_results`` decides
     part = None
 
-    @extend_schema(responses={200: OpenApiResponse(description="the published results; for organizers the latest "
+    @extend_schema(description="The published results (leaderboard, attack matrix and awards, or one of them); "
+                               "an organizer reads the latest computed snapshot, published or not "
+                               "(POST /api/contests/{slug}/snapshot/ computes it).",
+                   responses={200: OpenApiResponse(description="the published results; for organizers the latest "
                                                                "snapshot (the preview the web shows them too)")})
     def get(self, request, slug):
-        """What the results jobs stored, never computed here: everyone reads the published snapshot, an
-        organizer the latest one (``POST .../snapshot/`` computes it), as the web pages do."""
+        # What the results jobs stored, never computed here, as the web pages do.
         contest = get_object_or_404(Contest, slug=slug)
         _require(permissions.can_view_results(request.user, contest), request.user)
         snap, _preview = selectors.visible_snapshot(request.user, contest)
         if snap is None:
-            raise NotFound("no results computed yet: POST /api/contests/<slug>/snapshot/ computes them")
-        data, awards = snap.data, S.AwardSerializer(snap.awards.select_related("team"), many=True).data
+            raise NotFound(_("no results computed yet: POST /api/contests/<slug>/snapshot/ computes them"))
+        results = results_snapshot.read(snap.data)
+        as_json = results_snapshot.as_json
         if self.part == "leaderboard":
-            return Response({"team_rounds": data.get("team_rounds"), "team_totals": data.get("team_totals"),
-                             "sets": data.get("sets"), "team_names": data.get("team_names"),
-                             "standing": data.get("standing")})
+            return Response({"team_rounds": as_json(results.team_rounds), "team_totals": as_json(results.team_totals),
+                             "sets": as_json(results.sets), "team_names": as_json(results.team_names),
+                             "standing": as_json(results.standing)})
         if self.part == "matrix":
-            return Response({"matrix": data.get("matrix"), "team_names": data.get("team_names"),
-                             "standing": data.get("standing")})
+            return Response({"matrix": as_json(results.matrix), "team_names": as_json(results.team_names),
+                             "standing": as_json(results.standing)})
         if self.part == "awards":
-            return Response({"standing": data.get("standing"),
-                             "awards": awards,
-                             "standings": data.get("standings"), "variant": data.get("variant"),
-                             "tie_break": data.get("tie_break")})
-        return Response(data)
+            return Response({"standing": as_json(results.standing),
+                             "awards": S.AwardSerializer(snap.awards.select_related("team"), many=True).data,
+                             "standings": as_json(results.standings), "variant": results.variant,
+                             "tie_break": results.tie_break})
+        return Response(results_snapshot.to_json(results))
 
 
 # ----- organizer commands ---------------------------------------------------------------------------------
@@ -414,7 +441,9 @@ class _OrganizerCommand(APIView):
 
 
 class RoundGenerate(_OrganizerCommand):
-    @extend_schema(request=None, responses={202: S.JobSerializer})
+    @extend_schema(description="Organizers: generate the round's missing data (every team's data sets, the region "
+                               "and time tables) in a job.",
+                   request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
         rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
         self.organized(request, rnd.contest)
@@ -458,7 +487,7 @@ class RoundClose(_OrganizerCommand):
         self.organized(request, rnd.contest)
         phase = Phase.objects.filter(round=rnd, kind=Phase.ANONYMIZATION).select_related("round__contest").first()
         if phase is None:
-            raise ValidationError({"round": ["this round has no anonymization phase"]})
+            raise ValidationError({"round": [_("this round has no anonymization phase")]})
         return self._job_response(close_phase_now(phase, user=request.user))
 
 
@@ -561,7 +590,9 @@ class TeamJoin(APIView):
 
 
 class ContestRescore(_OrganizerCommand):
-    @extend_schema(request=None, responses={202: S.JobSerializer})
+    @extend_schema(description="Organizers: score every upload and judge attack of the contest again (after a "
+                               "change of the judge), in a job.",
+                   request=None, responses={202: S.JobSerializer})
     def post(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         self.organized(request, contest)
@@ -641,7 +672,7 @@ class ContestSnapshot(_OrganizerCommand):
 
 class ObtainToken(ObtainAuthToken):
     """POST username and password, get the API token; throttled like the web login (django-axes). DELETE
-    with the token revokes it.
+    with the token revokes it. The API docs show the descriptions given to ``extend_schema``, not this.
 
     The serializer authenticates with Django's own request (not DRF's wrapper), so a lockout is
     recorded where ``axes.middleware.AxesMiddleware`` reads it and answered 429.
@@ -653,6 +684,11 @@ class ObtainToken(ObtainAuthToken):
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "request": self.request._request}
 
+    @extend_schema(description="Send your user name and password, get your API token (the same token each time) "
+                               "to send as `Authorization: Token <key>`. Repeated wrong passwords lock the "
+                               "account for a while (429), as on the web login. An account with a second factor "
+                               "makes its token on its account page instead.",
+                   responses={200: OpenApiResponse(description='{"token": "<key>"}')})
     def post(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -661,11 +697,12 @@ class ObtainToken(ObtainAuthToken):
         token, _created = Token.objects.get_or_create(user=user)
         return Response({"token": token.key})
 
-    @extend_schema(request=None, responses={204: None})
+    @extend_schema(description="Revoke the token this request carries (a script retiring itself, a leaked token): "
+                               "it stops working at once and none replaces it; the account page makes a new one.",
+                   request=None, responses={204: None})
     def delete(self, request, *args, **kwargs):
-        """Revoke the token this request carries (a script retiring itself, a leaked token): it stops
-        working at once and none replaces it; the account page makes a new one."""
+        # The description is extend_schema's (above), as for POST.
         if not request.user.is_authenticated:
-            raise NotAuthenticated("send the token to revoke in the Authorization header")
+            raise NotAuthenticated(_("send the token to revoke in the Authorization header"))
         accounts.revoke_token(request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
