@@ -87,7 +87,7 @@ def datasets(data: Path):
 
 
 def pseudonymized(anon: AnonymizedTraces, rng: np.random.Generator) -> AnonymizedTraces:
-    """Pubtraces of ``anon`` as the judge makes them (SPEC 6), seeded from ``rng`` for the bench."""
+    """Pubtraces of ``anon`` as the judge makes them (rules §6), seeded from ``rng`` for the bench."""
     return pseudonymize(anon, seed=int(rng.integers(2 ** 32))).pubtraces
 
 

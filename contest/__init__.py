@@ -1,4 +1,4 @@
-"""TraceCup platform: the Django project and the contest app (SPEC sections 1, 4-9, 12).
+"""TraceCup platform: the Django project and the contest app (rules §§1, 4-9, 12).
 
 The Celery app is imported here so that ``@shared_task`` functions bind to it
 in every process (web, worker, beat, management commands).

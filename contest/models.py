@@ -1,4 +1,4 @@
-"""The contest's data model, in the contest's own words (SPEC sections 1, 4-9, 12).
+"""The contest's data model, in the contest's own words (rules §§1, 4-9, 12).
 
 Business rules live in ``contest.services``; reads in ``contest.selectors``;
 who-may-see-what in ``contest.permissions``. The only rules enforced here are
@@ -149,7 +149,7 @@ class ParsedCopy(AppendOnlyModel):
 
 
 class Contest(models.Model):
-    """A contest and all its parameters (SPEC section 12; defaults = 2019 final round)."""
+    """A contest and all its parameters (rules §12; defaults = 2019 final round)."""
 
     # the names are the judge's (scoring.scores, scoring.results); the labels are the site's
     CONVENTIONS = ((MEAN_DISTANCE, "mean distance (paper)"), (MEAN_LOSS, "mean loss (2019 program)"))
@@ -160,7 +160,7 @@ class Contest(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     organizers = models.ManyToManyField(User, blank=True, related_name="organized_contests")
-    # grid (SPEC 2)
+    # grid (rules §2)
     grid_nx = models.PositiveIntegerField(default=32)
     grid_ny = models.PositiveIntegerField(default=32)
     grid_min_x = models.FloatField(default=139.68, help_text="west edge longitude, degrees")
@@ -171,17 +171,17 @@ class Contest(models.Model):
     km_lon = models.FloatField(default=91.0)
     hospitals = models.JSONField(default=_default_hospitals, help_text="1-based region ids")
     hospital_weight = models.FloatField(default=10.0)
-    # time and sets (SPEC 3, 4)
+    # time and sets (rules §3, 4)
     users_per_set = models.PositiveIntegerField(default=2000, help_text="m")
     slots_per_day = models.PositiveIntegerField(default=20, help_text="S")
     day_start_minute = models.PositiveIntegerField(default=8 * 60)
     slot_minutes = models.PositiveIntegerField(default=30)
-    # scores (SPEC 7)
+    # scores (rules §7)
     lambda_u = models.FloatField(default=2.0, help_text="km")
     lambda_t = models.FloatField(default=2.0, help_text="km")
     s_req = models.FloatField(default=0.7)
     utility_convention = models.CharField(max_length=20, choices=CONVENTIONS, default=MEAN_DISTANCE)
-    # rules (SPEC 8)
+    # rules (rules §8)
     anonymized_upload_limit = models.PositiveIntegerField(default=10, help_text="per challenge per round")
     etable_limit = models.PositiveIntegerField(default=2, help_text="per (attacker, target set)")
     etraces_limit = models.PositiveIntegerField(default=2, help_text="per (attacker, target set)")
@@ -197,11 +197,11 @@ class Contest(models.Model):
     time_zone = models.CharField(max_length=64, default="Asia/Tokyo")
     award_variant = models.CharField(max_length=10, choices=AWARD_VARIANTS, default=VARIANT_2019)
     tie_break = models.CharField(max_length=40, choices=TIE_BREAKS, default=TIE_EARLIER_FINAL_SUBMISSION)
-    # data generation (SPEC 11)
+    # data generation (rules §11)
     synthesizer = models.CharField(max_length=40, default="ppmtf")
     synthesizer_params = models.JSONField(default=dict, blank=True)
     seed = models.BigIntegerField(default=_random_seed, help_text="master seed of generation and judge attacks")
-    # results (SPEC 8.6)
+    # results (rules §8.6)
     freeze_at = models.DateTimeField(null=True, blank=True, help_text="scores after this time are not shown before publication")
     results_published_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -239,7 +239,7 @@ class Round(models.Model):
     weight = models.FloatField(help_text="in the weighted total; 2019 rule: preliminary 0.1, final 0.9")
     ref_days = models.PositiveIntegerField(default=20)
     org_days = models.PositiveIntegerField(default=20)
-    # Filled by data generation (SPEC 8.2): the synthesizer model used, the
+    # Filled by data generation (rules §8.2): the synthesizer model used, the
     # grid and time files given to the teams, and the generator's manifest
     # (seed, version, SHA-256 of every file).
     model_file = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -327,7 +327,7 @@ class Membership(models.Model):
 
 
 class Dataset(models.Model):
-    """R and O of one (data team number, challenge) of a round (SPEC 4)."""
+    """R and O of one (data team number, challenge) of a round (rules §4)."""
 
     TEAM, BENCHMARK, SAMPLE = "team", "benchmark", "sample"
     KINDS = ((TEAM, "team"), (BENCHMARK, "benchmark"), (SAMPLE, "sample"))
@@ -342,7 +342,7 @@ class Dataset(models.Model):
     # Figure computed by a job, read by the team's map page (which never parses a trace file):
     # scoring.analyses.population_counts of O, (S, M) float32 .npy.
     population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    # The SPEC 13 utility figures of the two baselines (reference traces as the anonymized traces, uniform
+    # The rules §13 utility figures of the two baselines (reference traces as the anonymized traces, uniform
     # regions), stored by the set's generation job: {"inputs": SHA-256 of what they depend on, "figures":
     # {"reference": {...}, "uniform": {...}}} (contest.services.analyses). The results job only reads them.
     baselines = models.JSONField(null=True, blank=True, editable=False)
@@ -364,7 +364,7 @@ class Dataset(models.Model):
 
 
 class AnonymizedSet(models.Model):
-    """An anotraces upload (SPEC 8.3). Rejected uploads are kept with their errors."""
+    """An anotraces upload (rules §8.3). Rejected uploads are kept with their errors."""
 
     PENDING, VALID, INVALID, REJECTED, ERROR = "pending", "valid", "invalid", "rejected", "error"
     STATUSES = ((PENDING, "pending"), (VALID, "valid (s_U >= s_req)"), (INVALID, "invalid (s_U < s_req)"),
@@ -388,7 +388,7 @@ class AnonymizedSet(models.Model):
     request_key = models.CharField(max_length=100, null=True, blank=True, unique=True, editable=False)
     # population_counts of the upload, stored by the scoring job (see Dataset.population).
     population = models.ForeignKey(StoredFile, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    # The SPEC 13 utility figures of a final valid set (TP-TV-Top50, TM-EMD, POI accuracy), stored by its
+    # The rules §13 utility figures of a final valid set (TP-TV-Top50, TM-EMD, POI accuracy), stored by its
     # set_analyses job at the phase close: {"inputs": SHA-256, "figures": {...}} (contest.services.analyses).
     analyses = models.JSONField(null=True, blank=True, editable=False)
     scored_at = models.DateTimeField(null=True, blank=True)
@@ -425,7 +425,7 @@ class PrivacyPreview(models.Model):
 
 
 class PublicSet(models.Model):
-    """A pseudonymized set published in the attack phase (SPEC 6)."""
+    """A pseudonymized set published in the attack phase (rules §6)."""
 
     dataset = models.OneToOneField(Dataset, on_delete=models.PROTECT, related_name="public_set")
     anonymized_set = models.OneToOneField(AnonymizedSet, null=True, blank=True, on_delete=models.PROTECT,
@@ -450,7 +450,7 @@ class PublicSet(models.Model):
 
 
 class Attack(models.Model):
-    """A team's etable or etraces against a public set (SPEC 8.5)."""
+    """A team's etable or etraces against a public set (rules §8.5)."""
 
     ETABLE, ETRACES = AttackKind.REIDENTIFICATION.file_kind, AttackKind.TRACE_INFERENCE.file_kind
     KINDS = ((ETABLE, "etable (re-identification)"), (ETRACES, "etraces (trace inference)"))

@@ -1,4 +1,4 @@
-"""THE one place deciding who may read or write what (SPEC section 1).
+"""THE one place deciding who may read or write what (rules §1).
 
 Views, the API and the admin-facing services all ask these functions; nothing
 else encodes a visibility rule. Roles:

@@ -1,4 +1,4 @@
-"""Analyses shown with the results (SPEC 13, paper section 5.5 and Appendix E).
+"""Analyses shown with the results (rules §13, paper section 5.5 and Appendix E).
 
 Utility of anonymized traces beyond s_U -- population distributions
 (TP-TV-Top50), transition matrices (TM-EMD) and POI accuracy -- with the two
@@ -11,7 +11,7 @@ Every function accepts plain :class:`~scoring.traces.Traces` or
 where every event is a singleton. Mass of an event is spread over its set:
 
 - a single region counts 1 for that region;
-- a generalized set G counts 1/|G| for each member (SPEC 13);
+- a generalized set G counts 1/|G| for each member (rules §13);
 - a deletion counts nothing.
 
 All of this is one sparse product: ``U`` is the (n_sets x M) matrix whose row
@@ -20,11 +20,11 @@ and counts of (slot, set) or (set, set) pairs are multiplied through it.
 No Python loop runs per event, user, row or set: the only loops are over the
 sliced-W1 projection directions and over fixed-size chunks (memory bounds).
 
-Decisions where SPEC 13 is silent
+Decisions where rules §13 is silent
 ---------------------------------
 - Slot of the day of a time id is ``(time_id - 1) % slots_per_day``; the
   day is ``(time_id - 1) // slots_per_day`` (time ids start at 1 on a day
-  boundary, SPEC 3).
+  boundary, rules §3).
 - A population row (slot) with no mass (every event deleted) stays all zero;
   averages over slots run over the slots of the day that occur in O.
 - TP-TV-Top50: the top regions are chosen on O's distribution at that slot,
@@ -35,7 +35,7 @@ Decisions where SPEC 13 is silent
   over G_a x G_b, i.e. 1/(|G_a||G_b|) per (a, b) -- the product of the two
   events' population weights; a deletion on either side contributes
   nothing. The matrix returned is the pooled (unnormalised) mass.
-- TM-EMD row normalisation: a row with no mass becomes a self-loop (SPEC 13),
+- TM-EMD row normalisation: a row with no mass becomes a self-loop (rules §13),
   so a region visited by neither O nor A contributes distance 0.
 - Sliced W1 projections: the same directions as POT's
   ``ot.sliced_wasserstein_distance(..., seed=seed)`` draws --
@@ -455,7 +455,7 @@ def uniform_baseline(grid: Grid, like, seed: int = 0) -> AnonymizedTraces:
 
 def utility_analyses(grid: Grid, original: Traces, anonymized, slots_per_day: int,
                      poi_regions=None, *, n_projections: int = 50, seed: int = 0) -> dict:
-    """All SPEC 13 utility figures of one anonymized set: ``{"tp_tv_top50", "tm_emd", "poi_accuracy"}``.
+    """All rules §13 utility figures of one anonymized set: ``{"tp_tv_top50", "tm_emd", "poi_accuracy"}``.
 
     ``poi_accuracy`` is None when no POIs are loaded.
     """

@@ -14,7 +14,7 @@ stderr with exit status 1):
   the same figures the team page shows after an upload
 
 ``--grid info_region.csv`` selects the grid wherever one is needed (default:
-the 2019 Tokyo grid of SPEC 12; :mod:`scoring.cli_args`). Further commands
+the 2019 Tokyo grid of rules §12; :mod:`scoring.cli_args`). Further commands
 (``anonymize``, ``attack``, ``algorithms``) are added by :mod:`scoring.algorithms.cli`.
 """
 from __future__ import annotations
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_grid_argument(p)
     p.set_defaults(func=cmd_pseudonymize)
 
-    p = sub.add_parser("validate", help="check a contest file against SPEC 5")
+    p = sub.add_parser("validate", help="check a contest file against rules §5")
     p.add_argument("kind", choices=("traces", "anotraces", "pubtraces", "ptable", "etable", "etraces"))
     p.add_argument("file", metavar="FILE")
     p.add_argument("--truth", default=None, help="original traces (needed for anotraces and etraces)")

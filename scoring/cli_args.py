@@ -15,5 +15,5 @@ def add_grid_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def grid_from_args(args: argparse.Namespace) -> Grid:
-    """The grid ``--grid`` names, else the 2019 Tokyo grid of SPEC 12."""
+    """The grid ``--grid`` names, else the 2019 Tokyo grid of rules §12."""
     return Grid.from_info_region(args.grid) if args.grid else Grid()

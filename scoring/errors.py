@@ -1,4 +1,4 @@
-"""Errors raised for bad contest files (SPEC section 5).
+"""Errors raised for bad contest files (rules §5).
 
 One exception type, :class:`ValidationError`, carries every problem found in
 an upload as structured :class:`Issue` rows (line, column, value, message), so
@@ -170,7 +170,7 @@ def issue(code: str, line: int | None = None, column: str | None = None, value=N
 
 
 class ValidationError(Exception):
-    """A contest file broke one or more rules of SPEC 5.
+    """A contest file broke one or more rules of rules §5.
 
     Attributes:
         issues: the first :data:`MAX_ISSUES` problems, in file order where

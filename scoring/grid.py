@@ -1,4 +1,4 @@
-"""The contest grid: regions, their centres, distances and hospitals (SPEC section 2).
+"""The contest grid: regions, their centres, distances and hospitals (rules §2).
 
 Region ids are 1-based at file boundaries only (``r = y*NX + x + 1``, row-major,
 origin lower-left). Inside the library a region is its 0-based index
@@ -32,7 +32,7 @@ class Grid:
     Distances are Euclidean between region centres in km, with the fixed
     km-per-degree factors ``km_lat`` and ``km_lon`` (not great-circle: the 2019
     programs used this flat approximation and the scores must match them).
-    Defaults are the 2019 Tokyo grid (SPEC section 12).
+    Defaults are the 2019 Tokyo grid (rules §12).
     """
 
     nx: int = 32
@@ -106,7 +106,7 @@ class Grid:
     def distance(self) -> np.ndarray:
         """(M, M) float64 matrix of centre-to-centre distances in km (8 MB at M=1024).
 
-        Computed from degree differences exactly as SPEC 2 writes it, so that
+        Computed from degree differences exactly as rules §2 writes it, so that
         rounding matches the 2019 programs.
         """
         c = self.centres
@@ -180,7 +180,7 @@ class Grid:
 
 
 def slot_of_day(time_ids, slots_per_day: int) -> np.ndarray:
-    """0-based slot of the day ``(time_id - 1) % S`` of 1-based time id(s) (SPEC 3).
+    """0-based slot of the day ``(time_id - 1) % S`` of 1-based time id(s) (rules §3).
 
     Time ids start at 1 on a day boundary and every day has ``S`` slots, so
     this holds on the reference days and on the original days alike.
@@ -192,7 +192,7 @@ def slot_of_day(time_ids, slots_per_day: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TimeAxis:
-    """The contest's time slots (SPEC section 3).
+    """The contest's time slots (rules §3).
 
     ``slots_per_day`` slots a day starting at ``start_minute`` (minutes after
     midnight) every ``slot_minutes``; ``ref_days`` reference days then

@@ -4,7 +4,7 @@ In 2019 the teams ran the sample attack programs against their own
 anonymized sets by hand, with their own reference traces, to estimate the
 privacy they would get. :func:`preview` does exactly what the judge does at
 phase close, on one set: pseudonymize it, run the judge's attacks (default
-I1-I3 and T1-T3, SPEC 10) with the reference traces R, and score them
+I1-I3 and T1-T3, rules §10) with the reference traces R, and score them
 against the secret ID table and the original traces O. It also keeps, per
 user, what each attack learnt (:class:`AttackOutcome`), which is what a team
 needs to see *which* users leak (:func:`per_user_rows`, :func:`leak_map`).

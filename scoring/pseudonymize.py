@@ -1,4 +1,4 @@
-"""Pseudonymization by the judge (SPEC section 6).
+"""Pseudonymization by the judge (rules §6).
 
 For a valid anonymized set of m users: draw a uniformly random permutation
 ``perm`` of the users, give pseudonym ``m + 1 + k`` to user ``user_ids[perm[k]]``
@@ -95,7 +95,7 @@ def new_nonce(rng: np.random.Generator | None = None) -> str:
 
 
 def pseudonymize(anon: AnonymizedTraces, *, seed: int | None = None) -> Pseudonymized:
-    """Pseudonymize anonymized traces (SPEC 6).
+    """Pseudonymize anonymized traces (rules §6).
 
     Args:
         anon: anonymized traces of m users, events (m, L).

@@ -1,4 +1,4 @@
-"""Results and awards from stored score rows (SPEC sections 7 and 9).
+"""Results and awards from stored score rows (rules §§7 and 9).
 
 One pure, deterministic function, :func:`compute_results`, turns the score
 rows a contest has stored -- one :class:`UtilityRow` per final anonymized set,
@@ -25,7 +25,7 @@ Vocabulary
 - ``kind`` of an attack is ``"reidentification"`` (score s_I, from an etable)
   or ``"trace_inference"`` (score s_T, from etraces).
 
-Rules, as SPEC 7 and 9 state them
+Rules, as rules §7 and 9 state them
 ---------------------------------
 - ``s_I,min(A)`` / ``s_T,min(A)`` of a valid set: the minimum over every
   attack of that kind on it, judge and team attacks alike, all attempts.
@@ -50,7 +50,7 @@ Rules, as SPEC 7 and 9 state them
   ``s_T,min(t,2)``), best re-identification and best trace-inference attacker
   (lowest attacker sum, same counting), no exclusions and no overall places.
 
-Decisions where SPEC is silent (also in the issue note)
+Decisions where the rules are silent
 -------------------------------------------------------
 - A valid set that nobody attacked in a kind has minimum 1.0 (no attack
   lowered it). The judge attacks always run, so this only happens before
@@ -58,7 +58,7 @@ Decisions where SPEC is silent (also in the issue note)
 - The benchmark enters like any other target: each benchmark set of a round
   (one, or one per challenge if the generator makes both) is a target that
   counts 1 if the attacker did not attack it. With the 2019 layout of one
-  benchmark set per round this is exactly SPEC's ``s_I(bench)`` term.
+  benchmark set per round this is exactly rules §9.4's ``s_I(bench)`` term.
   Benchmark sets appear in the input as utility rows of ``benchmark_team``;
   the benchmark never attacks and wins no award.
 - Rows that the platform should never produce are not counted but listed in
@@ -207,7 +207,7 @@ class SetResult:
 
 @dataclass(frozen=True)
 class TeamQuantities:
-    """A team's quantities of SPEC 9 (:data:`TEAM_FIELDS`): one round's in :class:`TeamRound`, their
+    """A team's quantities of rules §9 (:data:`TEAM_FIELDS`): one round's in :class:`TeamRound`, their
     round-weighted totals in :class:`TeamTotal`.
 
     ``attack_sum_i`` / ``attack_sum_t``: the attacker sums (lower = stronger attacker).
@@ -223,7 +223,7 @@ class TeamQuantities:
 
 @dataclass(frozen=True)
 class TeamRound(TeamQuantities):
-    """One team's quantities in one round (SPEC 9), before weighting.
+    """One team's quantities in one round (rules §9), before weighting.
 
     ``n_targets``: number of valid sets of other teams and the benchmark in the
     round (the value of an attacker that attacked nothing).
@@ -411,7 +411,7 @@ def _standings(order, key, value, times) -> tuple[Standing, ...]:
                  for i, t in enumerate(order))
 
 
-#: The 2019 rule's round weights (SPEC 8.1, 9, 12): the preliminary round 0.1, the final round 0.9.
+#: The 2019 rule's round weights (rules §8.1, 9, 12): the preliminary round 0.1, the final round 0.9.
 PRELIMINARY_WEIGHT, FINAL_WEIGHT = 0.1, 0.9
 
 
@@ -523,7 +523,7 @@ def compute_results(
 
     The stages, each a function of the previous ones' output: :func:`_check_parameters`,
     :func:`_check_sets`, :func:`_counted_attacks` (validated input), :func:`_attempt_counts`,
-    :func:`rule_values` (the rules of SPEC 7 and 9, on one column: the stored scores; the uncertainty
+    :func:`rule_values` (the rules of rules §7 and 9, on one column: the stored scores; the uncertainty
     code runs the same function on many), :func:`_set_minima`, :func:`_team_rounds`,
     :func:`_weighted_totals`, :func:`_awards` (the variant's :data:`AWARD_RULES`) and
     :func:`_leaderboards`.
@@ -633,7 +633,7 @@ def _counted_attacks(attacks, sets, team_ids) -> tuple[list[AttackRow], list[str
 
 
 def not_counted_reason(row: AttackRow, target_valid: bool) -> str | None:
-    """Why the attack ``row`` on a set (valid or not) does not count, or None if it counts (SPEC 8.5, 9):
+    """Why the attack ``row`` on a set (valid or not) does not count, or None if it counts (rules §8.5, 9):
     a team's attack on its own set, and any attack on an invalid set."""
     a, ref = row.attacker, row.set
     if isinstance(a, int) and a == ref.team:
@@ -683,14 +683,14 @@ def _set_minima(sets, best, attempts, benchmark_team, values: RuleValues) -> lis
     return out
 
 
-# ----- stage 3: the rules of SPEC 9 on arrays with a replicate axis ------------------------------
+# ----- stage 3: the rules of rules §9 on arrays with a replicate axis ------------------------------
 #: The per-round (and weighted) quantities of a team, in :class:`TeamQuantities` order.
 TEAM_FIELDS = tuple(f.name for f in fields(TeamQuantities) if f.name != "team")
 
 
 @dataclass(frozen=True)
 class RuleValues:
-    """Every quantity SPEC 9 ranks, each a (C,) float64 array over C columns ("replicates").
+    """Every quantity rules §9 ranks, each a (C,) float64 array over C columns ("replicates").
 
     The published results are the one-column case (the stored scores); ``scoring.uncertainty``
     passes the stored scores in column 0, bounds and bootstrap replicates in the others, and so
@@ -728,7 +728,7 @@ class RuleValues:
 
 def rule_values(*, teams: Sequence[int], round_weights: Mapping[int, float], valid: Mapping[SetRef, bool],
                 attempts: Iterable[tuple[AttackRow, np.ndarray]], columns: int) -> RuleValues:
-    """The rules of SPEC 7 and 9 on (C,) columns of attack scores.
+    """The rules of rules §7 and 9 on (C,) columns of attack scores.
 
     Args:
         teams: participating team ids.
@@ -758,7 +758,7 @@ def rule_values(*, teams: Sequence[int], round_weights: Mapping[int, float], val
         set_min[(ref, kind)] = np.minimum(set_min[(ref, kind)], v) if (ref, kind) in set_min else v
     for ref, ok in valid.items():
         for kind in KINDS:
-            # invalid: 0 (SPEC 7); valid and never attacked in this kind: 1 (nothing lowered it)
+            # invalid: 0 (rules §7); valid and never attacked in this kind: 1 (nothing lowered it)
             set_min[(ref, kind)] = set_min.get((ref, kind), ones) if ok else zeros
     team_rounds: dict = {}
     rounds = sorted(round_weights)
@@ -781,7 +781,7 @@ def rule_values(*, teams: Sequence[int], round_weights: Mapping[int, float], val
 
 
 def _team_rounds(rounds, team_ids, sets, values: RuleValues) -> list[TeamRound]:
-    """Each team's s_I,min(t,1), s_T,min(t,2), overall and attacker sums in each round (SPEC 9)."""
+    """Each team's s_I,min(t,1), s_T,min(t,2), overall and attacker sums in each round (rules §9)."""
     out = []
     for r in rounds:
         for t in team_ids:

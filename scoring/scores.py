@@ -1,4 +1,4 @@
-"""The contest's three scores (SPEC section 7), all in [0, 1], higher = better for the defender.
+"""The contest's three scores (rules §7), all in [0, 1], higher = better for the defender.
 
 - :func:`utility` (s_U) of anonymized traces against the original traces,
   with :func:`is_valid` against s_req;
@@ -90,7 +90,7 @@ def set_pair_utility(distance: np.ndarray, sets: SetTable, origins: np.ndarray, 
 
 def utility_per_event(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = MEAN_DISTANCE,
                       lambda_u: float = 2.0) -> np.ndarray:
-    """Per-event utility u(ev) of SPEC 7.
+    """Per-event utility u(ev) of rules §7.
 
     Args:
         grid: the contest grid (its distance matrix is used).
@@ -132,7 +132,7 @@ def utility(grid, truth: Traces, anon: AnonymizedTraces, *, convention: str = ME
 
 
 def is_valid(s_u: float, s_req: float = 0.7) -> bool:
-    """An anonymized set is valid iff ``s_U >= s_req`` (SPEC 7)."""
+    """An anonymized set is valid iff ``s_U >= s_req`` (rules §7)."""
     return bool(s_u >= s_req)
 
 
@@ -196,7 +196,7 @@ def weighted_error_ratio(weighted: np.ndarray, weights: np.ndarray) -> float:
 
 def trace_inference(grid, truth: Traces, estimate: Traces, *, lambda_t: float = 2.0,
                     hospital_weight: float = 10.0) -> float:
-    """Trace-inference privacy s_T (SPEC 7).
+    """Trace-inference privacy s_T (rules §7).
 
     ``sum_ev w(ev) * min(1, d(o, o_hat) / lambda_T) / sum_ev w(ev)`` where
     ``w(ev) = hospital_weight`` if the ORIGINAL region o(ev) is a hospital

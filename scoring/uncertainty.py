@@ -5,7 +5,7 @@ are estimates of the population the users were drawn from: another draw of
 virtual users would move them a little. This module says how much, from the
 per-user parts of every score (:func:`per_user_utility`, :func:`per_user_attack`).
 
-The ranked quantities are minima and sums of minima (SPEC 9), and the
+The ranked quantities are minima and sums of minima (rules §9), and the
 percentile interval of a bootstrapped minimum does not cover: when several
 attacks on a set score alike (20 teams attack every set, so that is the normal
 case) the resampled minimum is biased low and the truth lies above the interval

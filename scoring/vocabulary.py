@@ -1,4 +1,4 @@
-"""The contest's words, defined once (SPEC 5-9): challenges, kinds of algorithm, attack and score.
+"""The contest's words, defined once (rules §5-9): challenges, kinds of algorithm, attack and score.
 
 Everything else -- the results function, the algorithm registry, the platform's
 model choices and pages -- takes these names from here. The enums are ``int`` /
@@ -60,7 +60,7 @@ class AlgorithmKind(StrEnum):
 
 
 class ScoreKind(StrEnum):
-    """The three scores (SPEC 7): utility of a set, and the two privacy scores of an attack on it."""
+    """The three scores (rules §7): utility of a set, and the two privacy scores of an attack on it."""
 
     UTILITY = "utility"
     REIDENTIFICATION = "reidentification"

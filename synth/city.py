@@ -662,7 +662,7 @@ def write_city(out_dir, grid: Grid | None = None, n_users: int = 1000, n_days: i
                *, time_axis: TimeAxis | None = None) -> dict[str, Path]:
     """Simulate the built-in city and write a training set into ``out_dir``.
 
-    Files: ``traintraces.csv`` (SPEC 5 trace format ``user_id,time_id,reg_id``,
+    Files: ``traintraces.csv`` (rules §5 trace format ``user_id,time_id,reg_id``,
     1-based region ids), ``pois.csv`` (see :meth:`CityModel.write_points_of_interest`),
     ``info_region.csv`` and ``info_time.csv`` (all days listed as ``ref`` days:
     training traces have no reference/original split). Returns the paths by name.

@@ -6,7 +6,7 @@ own day; coloc also at a looser budget) is trained on the same training traces a
 ("teams") of ``users`` x (``ref_days`` + ``org_days``) on the contest day.
 For each, against held-out real traces of the same population:
 
-- realism: TP-TV-Top50, TM-EMD, VF-TV (:mod:`synth.metrics`, SPEC 13);
+- realism: TP-TV-Top50, TM-EMD, VF-TV (:mod:`synth.metrics`, rules §13);
 - diversity (paper seed 000, Appendix B): Same-TV vs Diff-TV between the two
   sets' users; a synthesizer with per-user features has Same-TV close to
   Diff-TV (no user is copied across teams);

@@ -1,4 +1,4 @@
-"""A round's contest data sets (SPEC sections 3-5), whatever the synthesizer method.
+"""A round's contest data sets (rules §§3-5), whatever the synthesizer method.
 
 The round's calendar days (:func:`round_time_axis`), its manifest
 (:func:`round_manifest`), its sets (:func:`round_sets`: every team, the
@@ -31,7 +31,7 @@ CHALLENGES = tuple((int(c), c.name) for c in Challenge)
 
 
 # ---------------------------------------------------------------------------
-# Contest datasets (SPEC sections 3-5)
+# Contest datasets (rules §§3-5)
 # ---------------------------------------------------------------------------
 def set_name(kind: str, team: int, data_no: int, flag: str) -> str:
     """2019 file name, e.g. ``reftraces_team001_data01_IDP.csv``."""

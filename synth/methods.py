@@ -18,7 +18,7 @@ answers every question through the registry, with no per-method branch.
 
 Every model file stores its method (``meta.method``; files without it are
 PPMTF models), so ``python -m synth generate MODEL.npz`` writes the same
-contest files (SPEC 4 and 5) whatever the method.
+contest files (rules §4 and 5) whatever the method.
 
 A contest picks its method with ``Contest.synthesizer`` (``ppmtf``, ``sglt``,
 ``coloc``, or ``city``: the built-in city's people directly) and its

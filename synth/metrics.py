@@ -8,9 +8,9 @@ Appendix B) on the contest grid:
 - **TP-TV**: time-dependent population distribution, full L1 over regions
   per slot of the day, averaged over slots (the code's "TV" has no 1/2).
 - **TP-TV-Top50**: the same restricted to the 50 regions most visited in the
-  real traces at each slot (SPEC 13).
+  real traces at each slot (rules §13).
 - **TM-EMD**: sliced 1-Wasserstein distance between rows of the pooled
-  transition matrices on grid coordinates, averaged over all rows (SPEC 13).
+  transition matrices on grid coordinates, averaged over all rows (rules §13).
 - **VF-TV**: distribution of visit-fractions. For each user with at least
   ``min_events`` events, the fraction of her events spent in each region;
   for each region, the histogram over users of those fractions in ``bins``
@@ -30,7 +30,7 @@ Appendix B) on the contest grid:
 - **Home-stay probability** per slot of the day: the share of (user, day)
   pairs at the user's home region at that slot.
 
-TP-TV, TP-TV-Top50 and TM-EMD are the SPEC 13 analyses of
+TP-TV, TP-TV-Top50 and TM-EMD are the rules §13 analyses of
 :mod:`scoring.analyses` (one concept, one place); this module adds the
 synthesizer-only metrics and :func:`compute_all` for ``python -m synth metrics``.
 
@@ -57,13 +57,13 @@ def tp_tv(grid: Grid, real: Traces, synthetic: Traces, slots_per_day: int) -> fl
 
 
 def tp_tv_top50(grid: Grid, real: Traces, synthetic: Traces, slots_per_day: int, top: int = 50) -> float:
-    """TP-TV-Top50 (SPEC 13): the TP-TV sum over each slot's ``top`` most visited real regions."""
+    """TP-TV-Top50 (rules §13): the TP-TV sum over each slot's ``top`` most visited real regions."""
     return analyses.tp_tv_top50(grid, real, synthetic, slots_per_day, top)
 
 
 def tm_emd(grid: Grid, real: Traces, synthetic: Traces, slots_per_day: int,
            n_projections: int = 50, seed: int = 0) -> float:
-    """TM-EMD (SPEC 13): mean sliced W1 between transition-matrix rows, in grid units."""
+    """TM-EMD (rules §13): mean sliced W1 between transition-matrix rows, in grid units."""
     return analyses.tm_emd(grid, real, synthetic, slots_per_day, n_projections, seed)
 
 

@@ -1,4 +1,4 @@
-"""Analyses shown with the results (SPEC 13): utility beyond s_U, its baselines, and fairness.
+"""Analyses shown with the results (rules §13): utility beyond s_U, its baselines, and fairness.
 
 Pure calls into :mod:`scoring.analyses` over the stored files, returning
 JSON-able data that :func:`contest.services.results.snapshot` stores in the
@@ -14,7 +14,7 @@ Shape of :func:`contest_analyses`::
                        "sd_s_i_min", "sd_s_t_min", "teams": {"<team>": [s_i_min, s_t_min]}} ... ]}},
      "poi_source": "city model (seed ...)" | None, "n_projections": 50, "seed": 0}
 
-Decisions where SPEC 13 is silent:
+Decisions where rules §13 is silent:
 
 - Only valid final sets of the teams are analysed (the benchmark is O
   itself, so its figures are trivially perfect).
@@ -57,7 +57,7 @@ from synth.methods import CONTEST_SYNTHESIZERS
 
 log = logging.getLogger(__name__)
 
-#: TM-EMD's sliced-W1 directions and their seed (SPEC 13).
+#: TM-EMD's sliced-W1 directions and their seed (rules §13).
 N_PROJECTIONS = 50
 PROJECTION_SEED = 0
 

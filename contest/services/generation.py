@@ -1,4 +1,4 @@
-"""A round's data generation (SPEC 8.2, 11): train or load the synthesizer, generate R and O.
+"""A round's data generation (rules §8.2, 11): train or load the synthesizer, generate R and O.
 
 Synthesizers (``Contest.synthesizer``, :mod:`synth.methods`):
 
@@ -288,7 +288,7 @@ def generate_dataset(round_: Round, team: int, challenge: int) -> Dataset:
     if kind == Dataset.TEAM:
         original = data.traces(ds.original, contest.grid())
         figures.store_dataset_population(ds, original)  # the team's map page shows O's population from the start
-        analyses.dataset_baselines(ds, original=original)  # SPEC 13's baselines, read by the results job
+        analyses.dataset_baselines(ds, original=original)  # rules §13's baselines, read by the results job
     return ds
 
 
@@ -318,7 +318,7 @@ def set_numbers(contest, team_numbers: list[int]) -> dict[int, int]:
     """generated number -> stored number of a round's sets, for the approved teams ``team_numbers`` (sorted).
 
     The generators number a round's sets 1..tau (teams), tau+1 (benchmark), tau+2 and tau+3 (samples)
-    (SPEC 4). Each round must give the benchmark and the samples the numbers of the contest's earlier
+    (rules §4). Each round must give the benchmark and the samples the numbers of the contest's earlier
     rounds (the results know one benchmark team), and a team that joined after an earlier round
     (``contest.services.teams.next_team_number``: past every number in use) keeps its own number: the
     i-th generated team set goes to the i-th approved team. The identity when numbers are 1..tau

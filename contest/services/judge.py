@@ -1,4 +1,4 @@
-"""Phase close, pseudonymization and the judge's sample attacks (SPEC 6, 7, 8.4).
+"""Phase close, pseudonymization and the judge's sample attacks (rules §6, 7, 8.4).
 
 Every step is idempotent: closing twice freezes the same sets, a dataset is
 pseudonymized once (a ``PublicSet`` row is unique per dataset), and a judge
@@ -79,7 +79,7 @@ def pseudonymize_dataset(ds: Dataset, *, user=None) -> PublicSet | None:
         if ds.kind != Dataset.TEAM or aset is None or aset.status != AnonymizedSet.VALID:
             return None  # unsubmitted or invalid: scores 0, not attacked
         anon = data.anotraces(storage.read_csv_bytes(aset.file), grid, truth)
-    pseud = pseudonymize(anon)  # cryptographically secure permutation (SPEC 6)
+    pseud = pseudonymize(anon)  # cryptographically secure permutation (rules §6)
     stem = f"{ds.label}_{round_.number:03d}"
     try:
         with transaction.atomic():
@@ -132,7 +132,7 @@ def close_anonymization_job(job, round_id: int) -> str:
             if ps is None or (contest.judge_attacks_enabled and pending_judge_attacks(ps)):
                 jobs.create_job("close_set", contest=contest, user=job.created_by, dataset_id=ds.pk)
                 queued += 1
-    # The final sets' utility figures (SPEC 13), one job per set, so the results job only reads them.
+    # The final sets' utility figures (rules §13), one job per set, so the results job only reads them.
     analysed = len(analyses.request_set_analyses(round_, user=job.created_by))
     if not queued:  # a re-run with nothing left to do: the material, if it is missing
         request_attack_material(round_, user=job.created_by)

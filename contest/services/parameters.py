@@ -1,4 +1,4 @@
-"""The one check of a contest's parameters (SPEC 12), shared by the contest file, the API and the console.
+"""The one check of a contest's parameters (rules §12), shared by the contest file, the API and the console.
 
 :func:`problems` takes the parameters as given (a contest file's values, or a
 console form's cleaned data) and returns every problem as ``(field, value,
@@ -52,7 +52,7 @@ def _choices(field: str):
     return choice_check(*(value for value, _label in Contest._meta.get_field(field).choices))
 
 
-#: Per parameter: (check, what is expected). The names are the model's fields (SPEC 12 in its words).
+#: Per parameter: (check, what is expected). The names are the model's fields (rules §12 in its words).
 PARAMETERS = {
     "grid_nx": int_check(1, 256), "grid_ny": int_check(1, 256),
     "grid_min_x": number_check(-180, 180), "grid_max_x": number_check(-180, 180),

@@ -10,7 +10,7 @@ per-user risk CSV and the leak map on a :class:`~contest.models.PrivacyPreview`.
 Seeds (issue 22): every attack runs with the seed the judge's attack will run with on this
 dataset's public set (``judge.judge_attack_seeds``), and the private pseudonymization is seeded
 per dataset, not per upload, so the same file uploaded twice gets the same preview. The judge
-draws its own pseudonyms at the phase close (SPEC 6), and the pseudonym order moves the random
+draws its own pseudonyms at the phase close (rules §6), and the pseudonym order moves the random
 attacks a little (T2/T3 assign users greedily in pseudonym order), so the preview also runs the
 attacks on :data:`DRAWS` - 1 further private pseudonymizations and the card shows the range of
 s_I,min and s_T,min over all of them: the judge's figure is one more such draw.

@@ -1,4 +1,4 @@
-"""Results, awards, re-scores and publication (SPEC 7, 8.6, 9).
+"""Results, awards, re-scores and publication (rules §7, 8.6, 9).
 
 Results are never stored as the source of truth: :func:`compute` rebuilds
 them from the current score rows with the pure ``scoring.results``
@@ -6,7 +6,7 @@ function, so a late attack or a re-score changes exactly what it touches.
 A :class:`~contest.models.ResultsSnapshot` freezes one computation (with its
 awards) when the organizers publish.
 
-Decision (SPEC "a freeze time is a setting"): when ``Contest.freeze_at`` is
+Decision (rules §8.6: "a freeze time is a setting"): when ``Contest.freeze_at`` is
 set, the results count only team attacks uploaded up to that time; later
 attacks are still scored and shown to their own team. (Final anonymized
 sets are fixed by the phase close, and judge attacks always count.)
@@ -261,12 +261,12 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
     """Compute and store the results and their awards (unpublished), over the rounds played up to
     ``through_round`` (None: every round played so far); ``standing`` says which and whether final.
 
-    The figures of single sets and rounds (SPEC 13 analyses, fairness, Fig. 8) are combined from what
+    The figures of single sets and rounds (rules §13 analyses, fairness, Fig. 8) are combined from what
     their jobs stored; ``recompute`` computes every one of them again here instead (the same snapshot,
     slower: ``tests/contest/test_results_combine.py``)."""
     rounds = included_rounds(contest, through_round)
     res, payload = _payload(contest, rounds)
-    payload["analyses"] = analyses.for_snapshot(contest, recompute=recompute)  # SPEC 13 utility and fairness
+    payload["analyses"] = analyses.for_snapshot(contest, recompute=recompute)  # rules §13 utility and fairness
     payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(
         contest, recompute=recompute)  # paper Fig. 8
     payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)

@@ -3,7 +3,7 @@
 Two results figures depend on nothing the teams upload, only on the round's
 generated data and the contest's judge settings:
 
-- **fairness** (paper Appendix E, Table 2; SPEC 13): the paper's four fixed
+- **fairness** (paper Appendix E, Table 2; rules §13): the paper's four fixed
   anonymizers run on every team's original traces and attacked by the judge
   attacks; per challenge, the SD over teams of s_I,min and s_T,min;
 - **sample anonymizers** (paper Fig. 8): the sample anonymizers on the round's

@@ -1,4 +1,4 @@
-"""The sample anonymizers' privacy scores on a round's sample set (paper Fig. 8, SPEC 13).
+"""The sample anonymizers' privacy scores on a round's sample set (paper Fig. 8, rules §13).
 
 Each configured sample anonymizer is run on the first sample set's original
 traces O; the result is pseudonymized and attacked by every judge attack of

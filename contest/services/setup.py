@@ -6,7 +6,7 @@ Format (``version: 1``)::
     contest:
       slug: tokyo-2026            # unique
       name: TraceCup Tokyo 2026
-      parameters:                 # any Contest parameter (SPEC 12); omitted ones keep defaults
+      parameters:                 # any Contest parameter (rules §12); omitted ones keep defaults
         users_per_set: 2000
         time_zone: Asia/Tokyo
         judge_attacks: [I1-rand, I2-VisitProb, I3-HomeProb, T1-rand, T2-VisitProb, T3-HomeProb]

@@ -78,7 +78,7 @@ class SimulationError(ServiceError, RuntimeError):
 
 @dataclass(frozen=True)
 class Plan:
-    """What to simulate. Sizes as in SPEC 12: ``users`` per set, ``days`` of reference and of original traces."""
+    """What to simulate. Sizes as in rules §12: ``users`` per set, ``days`` of reference and of original traces."""
 
     teams: int = 4
     users: int = 100

@@ -176,7 +176,7 @@ def read_csv_bytes(stored: StoredFile, limit: int | None = None) -> bytes:
     """The CSV content of a stored file: its exact bytes through the project's one decompressor.
 
     ``scoring.io.read_source_bytes`` recognises gzip and zip by their magic
-    bytes and stops past ``limit`` bytes (default: SPEC 5's 200 MB).
+    bytes and stops past ``limit`` bytes (default: rules §5's 200 MB).
 
     Raises:
         scoring.errors.ValidationError: too large, a broken or nested archive.

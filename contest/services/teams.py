@@ -1,4 +1,4 @@
-"""Teams: adding one, approving it, joining it by invitation code (SPEC 1), renaming it before its
+"""Teams: adding one, approving it, joining it by invitation code (rules §1), renaming it before its
 first upload, a new invitation code, and an organizer removing a member.
 
 Every change is written to the audit log. Errors are :class:`TeamError` with
@@ -38,7 +38,7 @@ def add_team(contest: Contest, name: str, *, actor=None, approved: bool = True) 
 def next_team_number(contest: Contest) -> int:
     """The number t of a new team: past every team's and every generated data set's number.
 
-    A round's benchmark and sample sets are numbered after its teams (tau+1, tau+2, tau+3, SPEC 4);
+    A round's benchmark and sample sets are numbered after its teams (tau+1, tau+2, tau+3, rules §4);
     a team added after a round was generated must not take one of those numbers (issue 25: a team
     numbered like the benchmark made every results job fail).
     """

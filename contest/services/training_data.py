@@ -4,7 +4,7 @@ The 2019 contest synthesized its data from real people-flow traces; by
 default the platform trains on its built-in city. An organizer may give a
 round, before its data is generated (console or API):
 
-- **training traces** (``user_id,time_id,reg_id``, SPEC 5, read by the same
+- **training traces** (``user_id,time_id,reg_id``, rules §5, read by the same
   reader as every upload: :func:`scoring.io.read_traces` on the contest's
   grid, time ids on the contest's slots: slot ``(t - 1) % S`` of the
   contest's day). The generation job trains the contest's method on them with

@@ -1,4 +1,4 @@
-"""Anonymized-set and attack uploads: the rules, validation and scoring (SPEC 5, 7, 8).
+"""Anonymized-set and attack uploads: the rules, validation and scoring (rules §5, 7, 8).
 
 Rules enforced at upload time, race-free:
 
@@ -14,7 +14,7 @@ Rules enforced at upload time, race-free:
 - no attacks on a team's own sets, on invalid sets (they get no public set),
   or on sample sets.
 
-Decision (SPEC silent): an upload *rejected* for format errors does not count
+Decision (the rules are silent): an upload *rejected* for format errors does not count
 towards the limits (it is kept with its errors but is no submission), while a
 pending, valid or below-``s_req`` upload does.
 """
@@ -141,10 +141,10 @@ def counts_towards_limit(upload) -> bool:
 
 def final_of(sets) -> AnonymizedSet | None:
     """The set of one data set that counts as final now, from all its uploads (any order): the frozen final
-    one, else the team's choice if scored, else the latest valid upload, else the latest scored one (SPEC 8.3).
+    one, else the team's choice if scored, else the latest valid upload, else the latest scored one (rules §8.3).
 
     The one rule of the dashboard, an upload's own page and the close (``judge.final_choice``). Decision
-    (SPEC silent): a team with scored uploads but none valid has its latest one frozen as final, so the
+    (the rules are silent): a team with scored uploads but none valid has its latest one frozen as final, so the
     results show its s_U (it scores 0 as an invalid set either way). Rejected uploads are never final.
     """
     newest_first = sorted(sets, key=lambda s: -s.seq)

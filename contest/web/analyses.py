@@ -1,4 +1,4 @@
-"""The "Utility analyses" results page (SPEC 13): utility beyond s_U with its baselines, and fairness.
+"""The "Utility analyses" results page (rules §13): utility beyond s_U with its baselines, and fairness.
 
 The figures are computed by ``contest.services.analyses`` when the results
 are snapshotted and read here from the snapshot, so they follow the same

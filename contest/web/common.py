@@ -142,7 +142,7 @@ def page(request, template: str, context: dict | None = None, *, contest: Contes
     ctx = dict(context or {})
     ctx.setdefault("contest", contest)
     ctx.update(frame_context(request, contest, nav=nav, sub=sub))
-    # Times on a contest's pages are shown in the contest's own zone (SPEC 8.1).
+    # Times on a contest's pages are shown in the contest's own zone (rules §8.1).
     with timezone.override(contest.tz if contest else None):
         return render(request, template, ctx, status=status)
 

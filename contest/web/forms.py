@@ -91,7 +91,7 @@ def synthesizer_choices() -> list[tuple[str, str]]:
 
 
 class ContestForm(forms.ModelForm):
-    """Create a contest by form: the SPEC 12 parameters most often changed; the rest keep their defaults."""
+    """Create a contest by form: the rules §12 parameters most often changed; the rest keep their defaults."""
 
     synthesizer = forms.ChoiceField(label=_("Synthesizer"), choices=synthesizer_choices, initial="ppmtf")
     synthesizer_params = forms.JSONField(

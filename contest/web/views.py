@@ -1,6 +1,6 @@
 """Public pages and accounts: home, contest overview, rules, leaderboards, attack matrix, awards, plots.
 
-Results pages show the published snapshot only (embargo, SPEC 8.6); an
+Results pages show the published snapshot only (embargo, rules §8.6); an
 organizer sees the latest snapshot as a marked preview. Every permission
 question goes to ``contest.permissions`` .
 """

@@ -1,4 +1,4 @@
-"""The sample anonymizers of the judge (SPEC section 10): A1-none ... A6-kmeans.
+"""The sample anonymizers of the judge (rules §10): A1-none ... A6-kmeans.
 
 Every anonymizer is a pure function
 ``fn(grid, original: Traces, rng, **params) -> AnonymizedTraces`` of the
@@ -586,13 +586,13 @@ class _UtilityBudget:
 
 @register("A6-kmeans", "anonymizer", params=(
     Param("k", int, 100, "number of k-means clusters of visit-count vectors; paper 5.2"),
-    Param("s_req", float, 0.7, "utility requirement the output must meet; paper 3.4 / SPEC 7"),
+    Param("s_req", float, 0.7, "utility requirement the output must meet; paper 3.4 / rules §7"),
     Param("margin", float, 0.005, "utility kept above s_req, so the output stays valid with room to spare"),
     Param("rings", int, 2, "a moved event goes at most this many grid steps (Chebyshev) from its region"),
     Param("hospitals", bool, True, "replace each hospital event by the nearest other hospital region; paper 5.2"),
     Param("avoid_mates", bool, True, "prefer moves to regions where no cluster mate is at that time"),
     Param("iterations", int, 30, "maximum Lloyd iterations of the k-means"),
-    Param("lambda_u", float, 2.0, "utility distance scale lambda_U in km; SPEC 7"),
+    Param("lambda_u", float, 2.0, "utility distance scale lambda_U in km; rules §7"),
 ))
 def kmeans_anonymize(grid: Grid, original: Traces, rng: np.random.Generator, *, k: int = 100,
                      s_req: float = 0.7, margin: float = 0.005, rings: int = 2, hospitals: bool = True,

@@ -1,4 +1,4 @@
-"""The six 2019 sample attacks (SPEC section 10): I1-rand, I2-VisitProb, I3-HomeProb,
+"""The six 2019 sample attacks (rules §10): I1-rand, I2-VisitProb, I3-HomeProb,
 T1-rand, T2-VisitProb, T3-HomeProb.
 
 Definitions follow the 2019 sample-program description (seed 001, section 2)
@@ -129,7 +129,7 @@ def home_slots(axis) -> str:
         Comma-separated slots, e.g. ``"2,3"`` for 30-minute slots from 7:00. A day
         with no slot starting at 8 o'clock (e.g. one starting at 9:00) uses the
         slots of its first hour instead, the same idea (people are still at
-        home at the start of the day); this is our decision, SPEC 10 only
+        home at the start of the day); this is our decision, rules §10 only
         names 8:00-8:59.
     """
     start = axis.start_minute + np.arange(axis.slots_per_day) * axis.slot_minutes
@@ -498,7 +498,7 @@ _SAMPLE_HOME = Param("sample_2019", bool, False,
                      "reproduce the 2019 program: at most 10 random regions of a generalized set "
                      "(the 2019 HomeProb used every 8:00-8:59 event; see the module doc)")
 _DELTA = Param("delta", float, DELTA, "visit probability given to a region never visited in R (seed 001: 1e-8)")
-_S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (SPEC 3); "
+_S = Param("slots_per_day", int, 20, "slots per day S, to find a time id's slot of the day (rules §3); "
            "set it from the contest's time axis with Algorithm.axis_params",
            from_axis=lambda axis: int(axis.slots_per_day))
 _HOME = Param("home_slots", str, "0,1",

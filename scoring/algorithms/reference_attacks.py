@@ -1,4 +1,4 @@
-"""Stronger reference attacks the organizer may enable beside the six 2019 samples (SPEC 10).
+"""Stronger reference attacks the organizer may enable beside the six 2019 samples (rules §10).
 
 Re-identification:
 

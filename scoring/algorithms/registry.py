@@ -1,4 +1,4 @@
-"""One registry of the judge's algorithms: sample anonymizers and attacks (SPEC section 10).
+"""One registry of the judge's algorithms: sample anonymizers and attacks (rules §10).
 
 Every algorithm is a pure function of numpy data and a seeded
 ``numpy.random.Generator``, registered under its contest name (``A2-MRLH``,
@@ -88,7 +88,7 @@ class Algorithm:
         return values
 
     def axis_params(self, axis) -> dict[str, Any]:
-        """Parameter values that follow from the contest's time axis (SPEC 3).
+        """Parameter values that follow from the contest's time axis (rules §3).
 
         ``slots_per_day`` (the slot of the day of a time id) and HomeProb's
         ``home_slots`` (the slots starting within 8:00-8:59) default to the

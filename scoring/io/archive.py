@@ -164,7 +164,7 @@ def read_source_bytes(source, *, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     gzip and zip content is recognised by its magic bytes (never by a file
     name) and decompressed with the ``max_bytes`` limit checked as the data
     streams out; zero padding after a gzip stream costs a scan, not a
-    decompression. An archive inside the archive is refused (SPEC 5: one
+    decompression. An archive inside the archive is refused (rules §5: one
     CSV per upload, compressed at most once).
 
     Raises:

@@ -1,7 +1,7 @@
 """Parsed traces as bytes and back: the arrays of a :class:`~scoring.traces.Traces` or an
 :class:`~scoring.traces.AnonymizedTraces`, one ``.npy`` array after another.
 
-Not a contest file (SPEC 5 files are CSV): the judge's own copy of a file it has
+Not a contest file (rules §5 files are CSV): the judge's own copy of a file it has
 already read and validated, so that reading it again costs a load, not a parse
 (``contest.services.data``). Loading never unpickles (``allow_pickle=False``) and
 checks the layout it expects, so bytes of another layout raise ``ValueError``.

@@ -1,9 +1,9 @@
-"""What SPEC 5 fixes for every contest file: headers, size and row limits, the bytes a number may hold."""
+"""What rules §5 fixes for every contest file: headers, size and row limits, the bytes a number may hold."""
 from __future__ import annotations
 
 import numpy as np
 
-#: Default limit on a file's uncompressed size, in bytes (SPEC 5).
+#: Default limit on a file's uncompressed size, in bytes (rules §5).
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 
 TRACES_HEADER = "user_id,time_id,reg_id"
@@ -26,7 +26,7 @@ MAX_SET_MEMBERS = 40_000_000
 
 #: Bytes read or decompressed per step, so a size limit is checked while data streams.
 CHUNK = 1 << 20
-#: Most digits a number may have (SPEC 5 is silent; 9 digits fit every id and keep int64 exact).
+#: Most digits a number may have (rules §5 is silent; 9 digits fit every id and keep int64 exact).
 MAX_DIGITS = 9
 #: UTF-8 byte-order mark, skipped at the start of a file.
 BOM = b"\xef\xbb\xbf"

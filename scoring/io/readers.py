@@ -1,4 +1,4 @@
-"""The readers of SPEC 5's files: each returns arrays or raises one ValidationError listing the problems."""
+"""The readers of rules §5's files: each returns arrays or raises one ValidationError listing the problems."""
 from __future__ import annotations
 
 import numpy as np

@@ -204,7 +204,7 @@
   /*
    * Population map on the contest grid. spec: {nx, ny, values: [M] numbers in
    * region-id order (region id r = y*nx + x + 1, origin lower-left, as
-   * SPEC 2), max (shared across maps so two maps compare), label, hospitals:
+   * rules §2), max (shared across maps so two maps compare), label, hospitals:
    * [1-based ids] (outlined)}. A square-root scale keeps sparse regions
    * visible beside the busy centre.
    */

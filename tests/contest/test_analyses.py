@@ -1,4 +1,4 @@
-"""SPEC 13 analyses stored with the results: the snapshot's figures are exactly ``scoring.analyses`` on the stored files."""
+"""rules §13 analyses stored with the results: the snapshot's figures are exactly ``scoring.analyses`` on the stored files."""
 from __future__ import annotations
 
 import numpy as np

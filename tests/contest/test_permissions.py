@@ -1,4 +1,4 @@
-"""The full role x object x action matrix of ``contest.permissions`` (SPEC 1), before and after close."""
+"""The full role x object x action matrix of ``contest.permissions`` (rules §1), before and after close."""
 from __future__ import annotations
 
 import pytest

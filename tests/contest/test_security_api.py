@@ -1,4 +1,4 @@
-"""Security review: secrets stay secret through every REST and page path (SPEC 1).
+"""Security review: secrets stay secret through every REST and page path (rules §1).
 
 Each test probes a path a participant could try: guessing stored-file ids,
 reaching another contest's data, reading a failed job's internals. The rules
@@ -57,7 +57,7 @@ def _readable_ids(u) -> tuple[set[int], set[int]]:
 
 @pytest.mark.slow
 def test_guessing_file_ids_reveals_nothing_secret(generated):
-    """A team member walks every stored-file id after the close: only what SPEC 1 grants comes back."""
+    """A team member walks every stored-file id after the close: only what rules §1 grants comes back."""
     w = _world(generated, closed=True)
     alpha = user("alpha1")
     team = w["own_aset"].team

@@ -1,4 +1,4 @@
-"""The judge attacks follow the contest's own clock (SPEC 3, 10), not the 2019 one."""
+"""The judge attacks follow the contest's own clock (rules §3, 10), not the 2019 one."""
 from __future__ import annotations
 
 import numpy as np

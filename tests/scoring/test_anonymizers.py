@@ -1,4 +1,4 @@
-"""The sample anonymizers A1-A6 (SPEC section 10): exact definitions and statistical fidelity.
+"""The sample anonymizers A1-A6 (rules §10): exact definitions and statistical fidelity.
 
 Statistical checks use fixed seeds (so they are deterministic) and tolerances
 of 5 standard errors unless stated: a correct implementation passes them for

@@ -1,4 +1,4 @@
-"""The six 2019 sample attacks (SPEC 10) on hand-worked and brute-force-checked examples."""
+"""The six 2019 sample attacks (rules §10) on hand-worked and brute-force-checked examples."""
 from __future__ import annotations
 
 import math

@@ -91,5 +91,5 @@ def test_paper_figure6_reidentification():
 
 
 def _shift(ptable: bytes) -> bytes:
-    """The figure's pseudonyms 2001..2003 renumbered m+1..2m = 4..6 (m = 3), as SPEC 6 assigns them."""
+    """The figure's pseudonyms 2001..2003 renumbered m+1..2m = 4..6 (m = 3), as rules §6 assigns them."""
     return ptable.replace(b"2001,", b"4,").replace(b"2002,", b"5,").replace(b"2003,", b"6,")

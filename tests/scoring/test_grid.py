@@ -1,4 +1,4 @@
-"""The grid and the time axis (SPEC 2, 3): hand-worked distances and the shared region/time files."""
+"""The grid and the time axis (rules §2, 3): hand-worked distances and the shared region/time files."""
 from __future__ import annotations
 
 import csv
@@ -9,7 +9,7 @@ import pytest
 
 from scoring.grid import DEFAULT_HOSPITALS, Grid, TimeAxis
 
-# Cell size of the default 2019 Tokyo grid, worked by hand from SPEC 2:
+# Cell size of the default 2019 Tokyo grid, worked by hand from rules §2:
 # width 0.12/32 deg of longitude x 91 km = 0.34125 km, height 0.1/32 deg x 111 km = 0.346875 km.
 CELL_W_KM = 0.12 / 32 * 91
 CELL_H_KM = 0.10 / 32 * 111

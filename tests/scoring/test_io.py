@@ -1,4 +1,4 @@
-"""Reading and writing every SPEC 5 file: sources, compression, interning, exact messages."""
+"""Reading and writing every rules §5 file: sources, compression, interning, exact messages."""
 from __future__ import annotations
 
 import gzip

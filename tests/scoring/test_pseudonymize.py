@@ -1,4 +1,4 @@
-"""Pseudonymization (SPEC 6): permutation, pubtraces, ID table, commitment."""
+"""Pseudonymization (rules §6): permutation, pubtraces, ID table, commitment."""
 from __future__ import annotations
 
 import gzip

@@ -1,9 +1,9 @@
 """The ranking rules are written once: the published results and their uncertainty agree (issue 22).
 
-``scoring.results.rule_values`` holds SPEC 9's rules on columns of scores; ``compute_results``
+``scoring.results.rule_values`` holds rules §9's rules on columns of scores; ``compute_results``
 runs it on one column (the stored scores) and ``scoring.uncertainty.replicate_values`` on many
 (the stored scores in column 0, bounds, bootstrap replicates). Here the hand-worked golden
-contest (every rule of SPEC 9: invalid and unsubmitted sets, a set nobody attacked, two attempts
+contest (every rule of rules §9: invalid and unsubmitted sets, a set nobody attacked, two attempts
 on a target, a benchmark, a self-attack and an attack on an invalid set that do not count, round
 weights, exclusions, a tie decided by the tie-break) goes through both, under both award variants
 and both tie-breaks: column 0 is the published results to the last bit, and every other column is

@@ -1,4 +1,4 @@
-"""The stronger reference attacks (SPEC 10): fuzzy TF-IDF, matching, frequent regions, replay, refinement."""
+"""The stronger reference attacks (rules §10): fuzzy TF-IDF, matching, frequent regions, replay, refinement."""
 from __future__ import annotations
 
 import itertools

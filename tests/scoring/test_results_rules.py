@@ -164,7 +164,7 @@ def test_attacker_sum_counting_rules():
 
 
 def test_a_benchmark_set_per_challenge_is_one_attacker_term_each():
-    """The platform generates a benchmark set per challenge (SPEC 9.4 writes one term, s_I(bench); the
+    """The platform generates a benchmark set per challenge (rules §9.4 writes one term, s_I(bench); the
     README's note says why): each is a target like a team's set, counting 1 unless attacked."""
     teams = (1, 2)
     util = one_round(teams) + [UtilityRow(SetRef(1, 9, c), 1.0, True, None) for c in (1, 2)]

@@ -1,4 +1,4 @@
-"""The three scores (SPEC 7) on hand-worked examples and against a naive per-event reference."""
+"""The three scores (rules §7) on hand-worked examples and against a naive per-event reference."""
 from __future__ import annotations
 
 import math

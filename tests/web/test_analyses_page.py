@@ -1,4 +1,4 @@
-"""The "Utility analyses" page: embargoed like every results page, then shows the stored SPEC 13 figures."""
+"""The "Utility analyses" page: embargoed like every results page, then shows the stored rules §13 figures."""
 from __future__ import annotations
 
 import re

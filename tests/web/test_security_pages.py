@@ -1,4 +1,4 @@
-"""Security review of the pages: a failed judge job's internals never reach a team's page (SPEC 1)."""
+"""Security review of the pages: a failed judge job's internals never reach a team's page (rules §1)."""
 from __future__ import annotations
 
 import pytest
