@@ -11,7 +11,7 @@ kombu's own channel has two races between processes (kombu 5.7):
 - a message file is created empty, then locked and written; a worker listing
   the folder in between moves it away and reads ``b""`` -- ``JSONDecodeError``
   in the worker's consumer, which then dies with its unacknowledged message
-  (issue 25: a fault test failed 1 run in 3 this way);
+  (a fault test failed 1 run in 3 this way);
 - a consumer moves the file to ``tempfile.gettempdir()``, often another file
   system, where ``shutil.move`` is a copy and a delete: two consumers can both
   copy one message.

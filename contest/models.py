@@ -87,7 +87,7 @@ class StoredFile(AppendOnlyModel):
     The row holds what describes the file; its content is in :class:`StoredChunk` rows: the
     zlib-compressed bytes cut in pieces of ``contest.services.storage.CHUNK`` bytes. So loading a
     row (a join, a list of uploads) never loads content, and writing or reading a file of hundreds
-    of MB never holds more than one piece of it in a query (issue 25: a 140 MB upload made the web
+    of MB never holds more than one piece of it in a query (measured: a 140 MB upload made the web
     worker reach 780 MB when its compressed bytes went in and out as one value).
     ``sha256`` and ``size`` describe the original (uncompressed) bytes, which a download returns exactly.
     """

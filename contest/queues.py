@@ -57,6 +57,6 @@ def with_sweep(queues: str) -> str:
 
 #: Options of every worker (``contest.workers.worker_command``, docker-compose): no mingle and no gossip.
 #: Neither is used (job rows carry the state), and gossip's restart after a lost broker connection is
-#: what stopped the teams' worker on a Redis restart (issue 25: errors in Gossip's teardown, Celery 5.7
+#: what stopped the teams' worker on a Redis restart (errors in Gossip's teardown, Celery 5.7
 #: with redis 8.1).
 WORKER_OPTIONS = ("--without-mingle", "--without-gossip")

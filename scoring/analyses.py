@@ -84,7 +84,7 @@ def set_weights(sets: SetTable) -> sp.csr_matrix:
     sizes = np.diff(sets.indptr)
     data = np.repeat(1.0 / np.maximum(sizes, 1), sizes)
     # The members as they are (int32): scipy keeps 32-bit indices when they fit, so a table of tens of
-    # millions of members is not copied to int64 and back (issue 25: 435 MB less at 36M members).
+    # millions of members is not copied to int64 and back (435 MB less at 36M members).
     return sp.csr_matrix((data, sets.members, sets.indptr), shape=(sets.n_sets, sets.M))
 
 

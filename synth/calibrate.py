@@ -18,7 +18,7 @@ when present):
   anonymized set is pseudonymized and attacked with the reference traces as
   the judge does.
 
-Targets (issue 13): every attack score within 0.05 of the 2019 value on the
+Targets: every attack score within 0.05 of the 2019 value on the
 same anonymizer, the first = last share within 5 points. Everything is
 deterministic given the seed.
 """
@@ -51,7 +51,7 @@ ANONYMIZERS = (
     ("A4-PL(4,1)", "A4-PL", {"l": 4.0, "r": 1.0}),
 )
 ATTACKS = ("I1-rand", "I2-VisitProb", "I3-HomeProb", "T1-rand", "T2-VisitProb", "T3-HomeProb")
-#: Targets of issue 13.
+#: The calibration's targets (above).
 SCORE_TOLERANCE = 0.05
 FIRST_LAST_TOLERANCE = 0.05
 

@@ -1,4 +1,4 @@
-"""Built-in city model: the default training source of the synthesizer (issue 4 item 1).
+"""Built-in city model: the default training source of the synthesizer.
 
 A small activity-based simulation of a city on any contest grid, deterministic
 given a seed, so that a fresh install can train PPMTF and generate contest data

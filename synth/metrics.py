@@ -1,4 +1,4 @@
-"""Realism metrics of synthetic traces (issue 4 item 4; paper Appendix B, PPMTF.md section 6).
+"""Realism metrics of synthetic traces (paper Appendix B, PPMTF.md section 6).
 
 Each metric compares real traces (training or held-out test traces) with
 synthetic ones; lower is better for the distances. They are the figures of

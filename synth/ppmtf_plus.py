@@ -21,7 +21,7 @@ Implements ``../shared/PPMTF.md`` sections 3 and 4 on a trained
    evening boost (16:00-18:00) pulls them back only as fast as the
    Metropolis-Hastings kernel mixes (:func:`train_contest_model` trains on
    such a full day). Boosting inside the contest's own first and last hour,
-   as this module did before issue 13, put 95 % of users at home at 8:00
+   as this module once did, put 95 % of users at home at 8:00
    and 17:30 and made the HomeProb attacks decide every minimum.
 4. **Traces**: a day is a chain over instants ``instant_minutes`` apart
    (default 5 min, as the contest script) covering the model's day; x_0 ~ pi_0,
@@ -32,7 +32,7 @@ Implements ``../shared/PPMTF.md`` sections 3 and 4 on a trained
    extra move towards home: an earlier "evening return" jump (an
    independence move from pi_t with probability 0.5 per instant) is gone,
    because it made the first and last slots the same region on 90 % of
-   user-days, against 7 % in the 2019 data (issue 13).
+   user-days, against 7 % in the 2019 data.
 
 Contest slots (default 20 slots, 8:00-17:30 every 30 minutes) are the chain's
 states at the instants with those clock times (point sampling). Slot

@@ -1,4 +1,4 @@
-"""Results snapshots store paper Fig. 9's R per round (``data["correlation"]``, issue 24 item 7).
+"""Results snapshots store paper Fig. 9's R per round (``data["correlation"]``).
 
 The plots page reads R from the snapshot instead of computing it in the request; snapshots stored
 before carry the same numbers derived from their own stored ``sets`` (nothing else in them changes;

@@ -1,4 +1,4 @@
-"""Results snapshots carry their shape's version (``data["version"]``, issue 24 item 9).
+"""Results snapshots carry their shape's version (``data["version"]``).
 
 Snapshots stored before it are brought to the current shape (``contest.services.results.SNAPSHOT_VERSION``)
 from their own numbers: leaderboards, standing and correlation where missing

@@ -1,4 +1,4 @@
-"""A stored file's content moves from one ``blob`` column into :class:`StoredChunk` rows (issue 25 item 3).
+"""A stored file's content moves from one ``blob`` column into :class:`StoredChunk` rows.
 
 Each file's compressed bytes are cut into pieces of ``CHUNK`` bytes, one file at a time (never two
 blobs in memory), so a web or worker process never writes or reads more than one piece in a query.

@@ -32,7 +32,7 @@ Decisions where rules §13 is silent:
   population SD over teams of s_I,min and s_T,min. It depends on the round's data
   alone, so a job computes it once per round (:mod:`contest.services.round_figures`).
 
-Where the work is done (issue 23: results combine, not compute): each data set's baselines are
+Where the work is done (results combine, not compute): each data set's baselines are
 computed by its generation job and stored on the dataset (``Dataset.baselines``); each final valid
 set's figures by its ``set_analyses`` job at the phase close, stored on the set
 (``AnonymizedSet.analyses``). Both are stored with the SHA-256 of their inputs

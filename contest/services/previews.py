@@ -7,7 +7,7 @@ contest's judge attacks, clock, judge mode and scoring parameters: what the
 2019 teams did by hand with the sample programs. It stores the summary, the
 per-user risk CSV and the leak map on a :class:`~contest.models.PrivacyPreview`.
 
-Seeds (issue 22): every attack runs with the seed the judge's attack will run with on this
+Seeds: every attack runs with the seed the judge's attack will run with on this
 dataset's public set (``judge.judge_attack_seeds``), and the private pseudonymization is seeded
 per dataset, not per upload, so the same file uploaded twice gets the same preview. The judge
 draws its own pseudonyms at the phase close (rules §6), and the pseudonym order moves the random

@@ -269,7 +269,7 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
     payload["analyses"] = analyses.for_snapshot(contest, recompute=recompute)  # rules §13 utility and fairness
     payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(
         contest, recompute=recompute)  # paper Fig. 8
-    payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # bootstrap intervals (issue 16)
+    payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # the leaderboards' intervals
     payload["correlation"] = set_correlations(payload["sets"])  # paper Fig. 9's R, read by the plots page
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}

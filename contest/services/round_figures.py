@@ -1,4 +1,4 @@
-"""Figures of a round's generated data alone, computed once per round by jobs (issue 14).
+"""Figures of a round's generated data alone, computed once per round by jobs.
 
 Two results figures depend on nothing the teams upload, only on the round's
 generated data and the contest's judge settings:
@@ -13,7 +13,7 @@ At the 2019 size they are about a thousand attack runs, minutes of work. They
 used to be recomputed by every results snapshot (twice per round: at the attack
 phase's close and at publishing). Now a ``round_figures`` job per part (one
 per team data set's fairness, i.e. per team and challenge, and one for the
-sample anonymizers, so the judge's workers share them: issue 23) runs once,
+sample anonymizers, so the judge's workers share them) runs once,
 queued when the round's data is generated, and
 stores a :class:`~contest.models.RoundFigures` row with the SHA-256 of its
 inputs (data files, seed, judge attacks and scoring parameters). A snapshot

@@ -8,7 +8,7 @@ read in one query (the job's end is indexed).
 
 A hit of the page cache must not cost a database round trip (two, with the
 connection's health check: under load on two cores they were most of a hit's
-time, issue 24), so the stamp read is kept in the cache for at most
+time), so the stamp read is kept in the cache for at most
 ``TRACECUP_PAGE_STAMP_SECONDS`` (1 s), and whoever records an audit entry or
 ends a job deletes it, again when its transaction commits (:func:`changed`). With a
 shared cache (``CACHE_URL``, Redis in docker-compose) that reaches every

@@ -39,7 +39,7 @@ def next_team_number(contest: Contest) -> int:
     """The number t of a new team: past every team's and every generated data set's number.
 
     A round's benchmark and sample sets are numbered after its teams (tau+1, tau+2, tau+3, rules §4);
-    a team added after a round was generated must not take one of those numbers (issue 25: a team
+    a team added after a round was generated must not take one of those numbers (a team
     numbered like the benchmark made every results job fail).
     """
     used = [contest.teams.aggregate(n=Max("number"))["n"] or 0,

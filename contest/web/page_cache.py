@@ -1,4 +1,4 @@
-"""The one page cache (issues 14 and 24): whole rendered pages kept in Django's cache framework.
+"""The one page cache: whole rendered pages kept in Django's cache framework.
 
 **The key, in one sentence:** a page is stored under its address (the path and the
 normalized ``round`` parameter), the page language, the viewer (nobody, or the
@@ -219,7 +219,7 @@ def turn_offset(seconds: int, page: str) -> float:
     """Seconds (0 to ``seconds``) by which ``page``'s buckets are shifted, fixed by the page (its address,
     language and viewer): the pages' buckets turn one after another through the ``seconds``, not all at the
     same instant. Turning together, every page and every dashboard rendered again in the same half second
-    every 10 s, and under load those bursts were the slowest 5 % of all requests (issue 23's load test)."""
+    every 10 s, and under load those bursts were the slowest 5 % of all requests (``make bench-full``'s load test)."""
     return zlib.crc32(page.encode()) % 1000 / 1000 * seconds
 
 

@@ -128,7 +128,7 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
     _add_places(states)
     _add_previews(states)
-    # the card shows the preview of the set that counts if the phase closed now (issue 22); until it has
+    # the card shows the preview of the set that counts if the phase closed now; until it has
     # one, the newest preview there is, and says which
     final_state = next((u for u in states if current_final is not None and u["aset"].pk == current_final.pk), None)
     shown = (final_state if final_state is not None and final_state["preview"] is not None

@@ -324,7 +324,7 @@ def heat_cells(values: list, attempts: list[int], attempts_title) -> SafeString:
     ``attempts_title(n)`` ("3 attempts") as its title.
 
     Built here, not cell by cell in the template: the round's 2000 cells cost 100 ms through six template
-    nodes each, on every rendering of the page (pages render again at each job's end, issue 23's load test).
+    nodes each, on every rendering of the page (pages render again at each job's end, ``make bench-full``'s load test).
     """
     no_attack = _("no attack")
     return format_html_join("", "{}", (
@@ -553,7 +553,7 @@ def awards(request, contest, rv, preview):
 
 def weighting_text(rv: ResultsView) -> str:
     """How an award's value combines the counted rounds, e.g. "Preliminary × 0.1 + Final × 0.9": the
-    awards page shows weighted values, a round tab of the leaderboard the round's own (issue 22)."""
+    awards page shows weighted values, a round tab of the leaderboard the round's own."""
     return " + ".join(f"{r['name']} × {r['weight']:g}" for r in rv.round_states() if r["included"])
 
 

@@ -511,7 +511,7 @@ _HOME = Param("home_slots", str, "0,1",
 
 #: The last exact-mode log-likelihoods, keyed by the identity of their inputs: I2 and T2 (and I3 and T3)
 #: re-identify with the very same matrix, so the judge's six attacks on one set (and a privacy preview)
-#: compute each of the two once (issue 23: about 0.9 s of a 2019-size preview's 3 s). A pseudonym row's
+#: compute each of the two once (about 0.9 s of a 2019-size preview's 3 s). A pseudonym row's
 #: likelihoods depend on its own events only, so another pseudonymization of the same anonymized set
 #: (the same set table and time ids, the rows in another order: the preview's further draws) takes
 #: the stored rows in its order instead of a new (pseudonyms x M x users) product (0.2 s at 2019 size).

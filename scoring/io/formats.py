@@ -18,7 +18,7 @@ ETRACES_HEADER = "reg_id"
 MAX_ROWS = 5_000_000
 
 #: Most region ids the distinct generalized sets of one file may name in all, each distinct set counted
-#: once however often it appears (issue 25: a worker's memory for any file the size cap admits). Scoring
+#: once however often it appears (a worker's memory for any file the size cap admits). Scoring
 #: holds about 22 bytes for each (the parsed members, the interned table, the analyses' sparse weights):
 #: with MAX_ROWS rows a scoring job stays under 1.5 GB. A 200 MB file of distinct random sets can name
 #: about 70 million; a generalization names a few thousand (a few hundred distinct sets), far below.
