@@ -8,6 +8,12 @@ others grind through the round. ``celery -A contest worker -Q <queues>`` picks
 what a worker serves. ``contest.services.jobs`` routes each job kind here.
 """
 
+#: The job queues, one per kind of work. Which kinds go to which queue, and their ranks within it, is
+#: declared with each kind (``contest.job_kinds``).
+INTERACTIVE, GENERATION, JUDGE, RESULTS = "interactive", "generation", "judge", "results"
+NAMES: tuple[str, ...] = (INTERACTIVE, GENERATION, JUDGE, RESULTS)
+
+# The tables below go once contest.services.jobs reads them from contest.job_kinds (the next commit).
 #: queue -> the job kinds (contest.services.jobs.KINDS) sent to it
 QUEUES: dict[str, tuple[str, ...]] = {
     "interactive": ("score_anonymized", "score_attack", "email_announcement"),
