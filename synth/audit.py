@@ -151,3 +151,184 @@ def audit(traces: Traces, grid: Grid, *, slots_per_day: int, friends: np.ndarray
             sup, f = with_user(traces, friends, add, j, None if add_friends is None else add_friends[j])
             compare(statistics(sup, grid, friends=f, **kw), ("added", j))
     return report
+
+
+# ---------------------------------------------------------------------------
+# Empirical audit: a distinguishing game on the released Q'
+# ---------------------------------------------------------------------------
+#: Trainings per neighbour of the fast audit (``python -m synth audit --empirical``, the unit test);
+#: the slow test and ``--trials`` run more.
+EMPIRICAL_TRIALS = 5000
+#: Trainings drawn at once: (chunk, T, M) float64, 40 MB on the contest's 32 x 32 grid and 20 slots.
+CHUNK = 250
+
+
+def hub_neighbours(traces: Traces, grid: Grid, *, slots_per_day: int, c: int = 5, friends_k: int = 20,
+                   min_meetings: int = 3, seed: int = 0) -> tuple[Traces, Traces]:
+    """(D without the hub, D with the hub): the worst case of Q's sensitivity on a real-ish set.
+
+    The hub (a fresh user, last row) follows ``friends_k`` users of ``traces`` in turn, one per instant, so
+    she meets each of them at least ``min_meetings`` times (inferred friends) and is co-located at every
+    instant; at each of the c public read instants she stands with a friend at a region where no pair of
+    friends is already, so adding her creates one new co-location site per read instant: Q changes by c,
+    the declared sensitivity. Needs at least ``friends_k * min_meetings`` instants.
+    """
+    regions = np.asarray(traces.regions)
+    n, L = regions.shape
+    if L < friends_k * min_meetings:
+        raise ValueError(f"{L} instants are too few for {friends_k} friends met {min_meetings} times each")
+    base = coloc.exact_statistics(traces, grid, slots_per_day=slots_per_day, c=c, min_meetings=min_meetings)
+    read = base["read"]
+    col, x = coloc.colocation_sites(regions[:, read], base["edges"])
+    taken = set(zip(read[col].tolist(), x.tolist()))
+    rng = np.random.default_rng(seed)
+    friends = rng.choice(np.flatnonzero((regions >= 0).all(axis=1)), size=friends_k, replace=False)
+    hub = regions[friends[np.arange(L) % friends_k], np.arange(L)].copy()
+    for t in read.tolist():        # c instants: a free region among her friends' (the reads are few)
+        free = [int(regions[f, t]) for f in friends if (t, int(regions[f, t])) not in taken]
+        if free:
+            hub[t] = free[0]
+    with_hub = Traces(np.append(traces.user_ids, int(traces.user_ids.max()) + 1), traces.time_ids,
+                      np.vstack([regions, hub[None, :].astype(regions.dtype)]))
+    return traces, with_hub
+
+
+def released_q(Q: np.ndarray, grid: Grid, trials: int, cells: np.ndarray, *, c: int, eps2: float,
+               rng: np.random.Generator, release=None) -> np.ndarray:
+    """(trials, len(cells)) the released Q' of ``trials`` trainings on exact Q (T, M), at ``cells`` (flat).
+
+    Each chunk stacks :data:`CHUNK` copies of Q as rows and draws the whole Q' of every copy through
+    ``release`` (default :func:`synth.coloc._noisy_colocations`, the function :func:`synth.coloc.train`
+    calls, looked up at call time so a test may patch it), Laplace mechanism; only ``cells`` are kept.
+    """
+    release = release or coloc._noisy_colocations
+    T, M = Q.shape
+    out = np.empty((trials, len(cells)))
+    for lo in range(0, trials, CHUNK):
+        k = min(CHUNK, trials - lo)
+        stacked = np.broadcast_to(Q, (k, T, M)).reshape(k * T, M)
+        noisy = release(stacked, grid, mechanism="laplace", hierarchy="blocks", c=c, eps2=eps2, rng=rng)[0]
+        out[lo:lo + k] = np.asarray(noisy).reshape(k, T * M)[:, cells]
+    return out
+
+
+def clopper_pearson_upper(k: int, n: int, alpha: float) -> float:
+    """One-sided upper 1 - ``alpha`` Clopper-Pearson bound of a proportion with ``k`` events in ``n`` trials."""
+    from scipy.stats import beta
+    return 1.0 if k >= n else float(beta.ppf(1.0 - alpha, k + 1, n - k))
+
+
+@dataclass
+class EmpiricalAudit:
+    """The distinguishing game's outcome.
+
+    Attributes:
+        trials: trainings per neighbour; declared: the Q' mechanism's declared epsilon (eps2);
+        change: L1 change of Q between the neighbours (c when the worst case is reached);
+        threshold: the test guesses "with the hub" when its log-likelihood ratio is at least this;
+        false_positives / false_negatives: counts over the trials; fpr_upper / fnr_upper: their one-sided
+        Clopper-Pearson upper bounds at 1 - alpha/2 each (so both hold together at ``confidence``);
+        eps_lower: log((1 - delta - fnr_upper) / fpr_upper), the empirical lower bound on epsilon.
+    """
+
+    trials: int
+    declared: float
+    change: float
+    threshold: float
+    false_positives: int
+    false_negatives: int
+    fpr_upper: float
+    fnr_upper: float
+    eps_lower: float
+    confidence: float = 0.95
+    delta: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def holds(self) -> bool:
+        """True when the game found no more privacy loss than declared."""
+        return self.eps_lower <= self.declared
+
+    def lines(self) -> list[str]:
+        """The report as printed by ``python -m synth audit --empirical``."""
+        return [f"distinguishing game on Q' (Laplace), {self.trials} trainings per neighbour, "
+                f"Q changes by {self.change:g} between them",
+                f"test: log-likelihood ratio >= {self.threshold:.4f}; false positives {self.false_positives}, "
+                f"false negatives {self.false_negatives} (of {self.trials} each)",
+                f"upper bounds ({self.confidence:.0%} jointly, Clopper-Pearson): FPR {self.fpr_upper:.5f}, "
+                f"FNR {self.fnr_upper:.5f}",
+                f"empirical epsilon lower bound {self.eps_lower:.3f} vs declared eps2 {self.declared:g}: "
+                + ("holds" if self.holds else "VIOLATED") + f" ({self.seconds:.1f} s)"]
+
+
+def empirical_audit(without: Traces, with_hub: Traces, grid: Grid, *, slots_per_day: int, trials: int =
+                    EMPIRICAL_TRIALS, c: int = 5, eps2: float = 1.0, min_meetings: int = 3, seed: int = 0,
+                    confidence: float = 0.95, release=None) -> EmpiricalAudit:
+    """Train Q' ``trials`` times on each neighbour and try to tell which one each release came from.
+
+    The test is the declared mechanism's own: the log-likelihood ratio of Laplace(c / eps2) noise on the
+    cells where the neighbours' Q differ, sum_k (|x_k - q0_k| - |x_k - q1_k|) / b, which is at most
+    |Q1 - Q0|_1 / b; the guess is "with the hub" when it reaches that maximum (fixed before any draw,
+    the region where an eps-DP mechanism's likelihood ratio is largest). A correct mechanism leaves
+    TPR / FPR <= e^eps there; a release with less noise than declared (or none) exceeds it. The bound
+    uses both rates' Clopper-Pearson bounds at 1 - alpha/2 each, alpha = 1 - ``confidence``.
+    """
+    import time
+    t0 = time.perf_counter()
+    kw = dict(slots_per_day=slots_per_day, c=c, min_meetings=min_meetings)
+    q0 = coloc.exact_statistics(without, grid, **kw)["Q"]
+    q1 = coloc.exact_statistics(with_hub, grid, **kw)["Q"]
+    cells = np.flatnonzero((q1 != q0).ravel())
+    change = float(np.abs(q1 - q0).sum())
+    if change == 0:
+        raise ValueError("the neighbours' Q are equal: this pair cannot reveal anything")
+    scale = c / eps2
+    a0, a1 = q0.ravel()[cells], q1.ravel()[cells]
+    rng = np.random.default_rng(seed)
+
+    def llr(x):
+        return (np.abs(x - a0) - np.abs(x - a1)).sum(axis=1) / scale
+
+    threshold = change / scale - 1e-9
+    fp = int((llr(released_q(q0, grid, trials, cells, c=c, eps2=eps2, rng=rng, release=release)) >= threshold)
+             .sum())
+    fn = int((llr(released_q(q1, grid, trials, cells, c=c, eps2=eps2, rng=rng, release=release)) < threshold)
+             .sum())
+    alpha = (1.0 - confidence) / 2
+    fpr_u = clopper_pearson_upper(fp, trials, alpha)
+    fnr_u = clopper_pearson_upper(fn, trials, alpha)
+    eps_lb = float(np.log((1.0 - fnr_u) / fpr_u)) if fnr_u < 1.0 else 0.0
+    return EmpiricalAudit(trials, eps2, change, float(threshold), fp, fn, fpr_u, fnr_u, max(eps_lb, 0.0),
+                          confidence=confidence, seconds=time.perf_counter() - t0)
+
+
+def city_training_set(users: int = 200, days: int = 4, seed: int = 1) -> tuple[Grid, Traces]:
+    """A real-ish training set: the built-in city's people on the contest's grid and day (20 half-hour
+    slots from 8:00), ``users`` x ``days``."""
+    from scoring.grid import TimeAxis
+    from synth.city import CityModel
+    grid = Grid()
+    axis = TimeAxis(slots_per_day=20, start_minute=480, slot_minutes=30, ref_days=days, org_days=days)
+    return grid, CityModel(grid, seed=0).simulate(users, days, time_axis=axis, seed=seed)
+
+
+def main(args) -> int:
+    """``python -m synth audit [--empirical]``: the sensitivity audit (every user of a city set removed,
+    and the hub added) or the distinguishing game on the hub's neighbours; exit status 1 if it fails."""
+    grid, traces = city_training_set(args.users, args.days, args.seed)
+    without, with_hub = hub_neighbours(traces, grid, slots_per_day=20, c=args.c, friends_k=args.friends,
+                                       seed=args.seed)
+    if args.empirical:
+        result = empirical_audit(without, with_hub, grid, slots_per_day=20, trials=args.trials, c=args.c,
+                                 eps2=args.eps2, seed=args.seed)
+        print(f"city set: {traces.m} users x {args.days} days, the hub with {args.friends} friends added")
+        print("\n".join(result.lines()))
+        return 0 if result.holds else 1
+    hub = Traces(with_hub.user_ids[-1:], with_hub.time_ids, np.asarray(with_hub.regions)[-1:])
+    report = audit(traces, grid, slots_per_day=20, c=args.c, add=hub)
+    print(f"city set: {traces.m} users x {args.days} days; {report.neighbours} neighbours (each user removed, "
+          "the hub added)")
+    for name, declared in report.declared.items():
+        print(f"{name}: largest change {report.largest.get(name, 0.0):g}, declared sensitivity {declared:g}")
+    print("holds" if report.holds else f"VIOLATED: {report.violations()}")
+    return 0 if report.holds else 1

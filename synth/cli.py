@@ -1,4 +1,4 @@
-"""Command line of the synthesizer: ``python -m synth city|train|generate|metrics|calibrate``.
+"""Command line of the synthesizer: ``python -m synth city|train|generate|audit|metrics|calibrate|compare``.
 
 - ``city``: simulate the built-in city model and write training traces
   (:func:`synth.city.write_city`).
@@ -14,6 +14,10 @@
 - ``compare``: train every method on the same training data and compare
   realism (TP-TV-Top50, TM-EMD, VF-TV), diversity and the judge attacks'
   re-identification of the raw sets (:mod:`synth.compare`; table, CSV, PNG).
+- ``audit``: the privacy audit of coloc on a city set: every statistic's change
+  between neighbours against its declared sensitivity, or (``--empirical``)
+  the distinguishing game on the released Q' and its empirical lower bound on
+  epsilon (:mod:`synth.audit`; exit status 1 when the audit fails).
 - ``calibrate``: generate a contest-size set and print its home and movement
   statistics and the six sample attacks' scores beside the 2019 Osaka data
   (:mod:`synth.calibrate`; exit status 1 when the targets are missed).
@@ -34,7 +38,7 @@ import numpy as np
 from scoring.errors import ValidationError
 from scoring.grid import Grid, TimeAxis
 from scoring.io import read_traces
-from synth import calibrate, coloc, compare, sglt
+from synth import audit, calibrate, coloc, compare, sglt
 from synth.city import write_city
 from synth.generate import generate_round
 from synth.methods import METHODS, load_model, method_of, train_model, training_seed
@@ -338,6 +342,22 @@ def _add_calibrate(sub) -> None:
     k.set_defaults(func=cmd_calibrate)
 
 
+def _add_audit(sub) -> None:
+    """``audit``: coloc's privacy audit on a city set (sensitivities, or the distinguishing game)."""
+    a = sub.add_parser("audit", help="coloc's privacy audit: sensitivities between neighbours, or (--empirical) "
+                                     "the empirical lower bound on Q''s epsilon")
+    a.add_argument("--empirical", action="store_true",
+                   help="the distinguishing game on the released Q' (trainings with and without the hub)")
+    a.add_argument("--trials", type=int, default=audit.EMPIRICAL_TRIALS, help="trainings per neighbour")
+    a.add_argument("--users", type=int, default=200, help="city users of the training set")
+    a.add_argument("--days", type=int, default=4, help="days of each training user")
+    a.add_argument("--friends", type=int, default=20, help="friends of the hub (the user added)")
+    a.add_argument("--c", type=int, default=5, help="co-location instants read (Q's sensitivity)")
+    a.add_argument("--eps2", type=float, default=1.0, help="Q''s declared epsilon")
+    a.add_argument("--seed", type=int, default=0, help="the city's and the trainings' seed")
+    a.set_defaults(func=audit.main)
+
+
 def _add_compare(sub) -> None:
     """``compare``: every synthesizer on the same training data."""
     q = sub.add_parser("compare", help="every synthesizer on the same training data: realism, diversity, "
@@ -370,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line: one subcommand per ``_add_*`` function below."""
     p = argparse.ArgumentParser(prog="python -m synth", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    for add in (_add_city, _add_train, _add_generate, _add_calibrate, _add_compare, _add_metrics):
+    for add in (_add_city, _add_train, _add_generate, _add_audit, _add_calibrate, _add_compare, _add_metrics):
         add(sub)
     return p
 
