@@ -96,3 +96,14 @@ def test_contest_grid_audit_holds_and_catches_both_defects(monkeypatch):
         print(name, *r.lines(), sep="\n  ")
     assert real.change == 5 and real.holds and real.eps_lower > 0.6
     assert not exact.holds and not halved.holds and halved.eps_lower > 1.3
+
+
+def test_the_command_prints_the_bound_beside_the_declared_epsilon(capsys):
+    from synth.cli import main
+    assert main(["audit", "--empirical", "--users", "80", "--trials", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert "1000 trainings per neighbour, Q changes by 5" in out
+    assert "empirical epsilon lower bound" in out and "vs declared eps2 1: holds" in out
+    assert main(["audit", "--users", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "81 neighbours" in out and "Q: largest change 5, declared sensitivity 5" in out and "holds" in out
