@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext, gettext_noop
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Membership, Team, _invitation_code
 from contest.services import audit
@@ -25,10 +25,10 @@ def add_team(contest: Contest, name: str, *, actor=None, approved: bool = True) 
     """Create team ``name`` with the next team number t of the contest."""
     name = name.strip()
     if not name:
-        raise TeamError("a team needs a name")
+        raise TeamError(gettext("a team needs a name"))
     with transaction.atomic():
         if contest.teams.filter(name=name).exists():
-            raise TeamError(f"a team named {name} exists already")
+            raise TeamError(gettext("a team named %(name)s exists already") % {"name": name})
         number = next_team_number(contest)
         team = Team.objects.create(contest=contest, number=number, name=name, approved=approved)
         audit.record("add_team", contest=contest, actor=actor, obj=team, number=number, name=name)
@@ -61,7 +61,7 @@ def team_for_code(code: str) -> Team:
     """The team whose invitation code is ``code`` (surrounding spaces ignored)."""
     team = Team.objects.select_related("contest").filter(invitation_code=code.strip()).first()
     if team is None:
-        raise TeamError("no team has this invitation code; check it for typing mistakes")
+        raise TeamError(gettext("no team has this invitation code; check it for typing mistakes"))
     return team
 
 
@@ -74,7 +74,7 @@ def join_team(user, code: str) -> tuple[Team, bool]:
     team = team_for_code(code)
     with transaction.atomic():
         if Membership.objects.filter(user=user, team__contest=team.contest).exclude(team=team).exists():
-            raise TeamError("you are already in another team of this contest")
+            raise TeamError(gettext("you are already in another team of this contest"))
         try:
             with transaction.atomic():
                 _m, created = Membership.objects.get_or_create(user=user, team=team)
@@ -95,7 +95,7 @@ def rename_team(team: Team, name: str, *, actor=None) -> Team:
     attack material name it from then on)."""
     name = name.strip()
     if not name:
-        raise TeamError("a team needs a name")
+        raise TeamError(gettext("a team needs a name"))
     with transaction.atomic():
         team = Team.objects.select_for_update().get(pk=team.pk)
         if has_uploaded(team):
@@ -103,7 +103,7 @@ def rename_team(team: Team, name: str, *, actor=None) -> Team:
         if name == team.name:
             return team
         if Team.objects.filter(contest_id=team.contest_id, name=name).exists():
-            raise TeamError(f"a team named {name} exists already")
+            raise TeamError(gettext("a team named %(name)s exists already") % {"name": name})
         old = team.name
         Team.objects.filter(pk=team.pk).update(name=name)
         audit.record("rename_team", contest=team.contest, actor=actor, obj=team, number=team.number, old=old, new=name)
@@ -126,6 +126,7 @@ def remove_member(team: Team, user, *, actor=None) -> None:
     with transaction.atomic():
         deleted, _ = Membership.objects.filter(team=team, user=user).delete()
         if not deleted:
-            raise TeamError(f"{user.get_username()} is not a member of team {team.name}")
+            raise TeamError(gettext("%(user)s is not a member of team %(team)s") % {"user": user.get_username(),
+                                                                                   "team": team.name})
         audit.record("remove_member", contest=team.contest, actor=actor, obj=team, number=team.number,
                      member=user.get_username())

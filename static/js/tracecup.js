@@ -774,7 +774,7 @@
   }
 
   /* Tables marked data-phone-cards read as cards on a phone (CSS): each body cell gets its column's
-     header text as data-label (colspans followed), set again whenever a live part re-renders rows. */
+     header text (or the header's own data-label) as data-label (colspans followed), set again whenever a live part re-renders rows. */
   function initPhoneCards(scope) {
     var tables = Array.prototype.slice.call(scope.querySelectorAll("table[data-phone-cards]"));
     if (scope.closest) {
@@ -786,7 +786,8 @@
       var row = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
       if (!row) { return; }
       Array.prototype.forEach.call(row.cells, function (th) {
-        var text = th.textContent.replace(/\s+/g, " ").trim();
+        /* a header that breaks its text over lines (<br>, which textContent drops) names itself by data-label */
+        var text = th.getAttribute("data-label") || th.textContent.replace(/\s+/g, " ").trim();
         for (var k = 0; k < (th.colSpan || 1); k++) { heads.push(text); }
       });
       Array.prototype.forEach.call(table.tBodies, function (body) {
