@@ -4,7 +4,8 @@
 
 Collects every translatable string of ``contest/web/``, ``templates/``, ``contest/services/``,
 ``contest/upload_limits.py``, ``contest/upload_rule.py``, ``contest/permissions.py``,
-``contest/db_unavailable.py``, the API's errors (``contest/api/``) and the validator's messages (``scoring/errors.py``)
+``contest/db_unavailable.py``, the job kinds' labels (``contest/job_kinds.py``),
+the API's errors (``contest/api/``) and the validator's messages (``scoring/errors.py``)
 (Django's ``makemessages``, which keeps the existing translations), writes
 ``ja/LC_MESSAGES/django.po`` here and compiles ``django.mo`` next to it. New
 strings come out untranslated: translate them in the .po and run this again
@@ -47,6 +48,8 @@ def extract(work: Path) -> Path:
     (work / "site" / "permissions.py").symlink_to(ROOT / "contest" / "permissions.py")
     # the 503 of a database that cannot be reached, made outside any view
     (work / "site" / "db_unavailable.py").symlink_to(ROOT / "contest" / "db_unavailable.py")
+    # the job kinds' labels (the console, the System page, a job's own page)
+    (work / "site" / "job_kinds.py").symlink_to(ROOT / "contest" / "job_kinds.py")
     (work / "api").symlink_to(ROOT / "contest" / "api")  # the API's own error messages, in Accept-Language
     (work / "validator").mkdir()  # the validator's message templates (scoring.errors.MESSAGES)
     (work / "validator" / "errors.py").symlink_to(ROOT / "scoring" / "errors.py")
