@@ -53,7 +53,7 @@ KINDS = (
     "privacy_preview",      # contest.services.previews: the team's private preview of a valid set
     "email_announcement",   # contest.services.announcements: an announcement by e-mail to every member
     "round_figures",        # contest.services.round_figures: fairness / sample anonymizers of a round's data
-    "set_analyses",         # contest.services.analyses: SPEC 13 utility figures of one final set, at close
+    "set_analyses",         # contest.services.analyses: rules §13 utility figures of one final set, at close
     "build_bundle",         # contest.services.bundles: a round's attack material or the export, as a zip on disk
 )
 
