@@ -212,6 +212,37 @@ def preview(grid: Grid, reference: Traces, original: Traces, anonymized: Anonymi
     return Preview(float(s_u), scores.is_valid(s_u, s_req), outcomes, pseud)
 
 
+#: Level of the preview's prediction interval for the judge's figure (stated on the card).
+PREDICTION_LEVEL = 0.95
+
+
+def prediction_interval(values, level: float = PREDICTION_LEVEL) -> dict | None:
+    """Prediction interval for one more draw of a figure seen ``values`` times (the judge's s_I,min or
+    s_T,min, given the preview's pseudonymizations).
+
+    The judge's pseudonymization is one more draw like the preview's, with the same attack seeds; over
+    pseudonymizations the minima spread roughly normally (each score averages many users), so the classic
+    interval for a new observation, mean +- t(1 - (1 - level) / 2, n - 1) * sd * sqrt(1 + 1/n), covers
+    it with probability ``level`` (sd with n - 1 degrees of freedom). Clipped to [0, 1], where scores live.
+
+    Args:
+        values: the n draws (None ignored; a kind no attack scored).
+    Returns:
+        {"low", "high", "mean", "sd", "n", "level"}, or None with fewer than 2 draws. sd = 0 (every draw
+        equal: the pseudonym order did not move the minimum) gives a point, which carries no level.
+    """
+    from scipy.stats import t
+    x = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    n = len(x)
+    if n < 2:
+        return None
+    # equal minima summed in another order differ by ~1e-16: that is no spread
+    mean, sd = float(x.mean()), (float(x.std(ddof=1)) if np.ptp(x) > 1e-12 else 0.0)
+    half = float(t.ppf(0.5 + level / 2, n - 1)) * sd * np.sqrt(1.0 + 1.0 / n)
+    return {"low": max(0.0, mean - half), "high": min(1.0, mean + half), "mean": mean, "sd": sd, "n": n,
+            "level": level}
+
+
 PER_USER_HEADER = ("user_id", "reidentified_by", "n_reidentified", "trace_error_min", "closest_trace_attack",
                    "s_i_contribution", "s_t_contribution")
 
