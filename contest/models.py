@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from contest import job_kinds
 from scoring.algorithms.registry import judge_defaults
 from scoring.grid import DEFAULT_HOSPITALS, Grid, TimeAxis
 from scoring.results import TIE_EARLIER_FINAL_SUBMISSION, TIE_TEAM_ID, VARIANT_2019, VARIANT_PAPER
@@ -640,7 +641,8 @@ class Job(models.Model):
     QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
     STATUSES = ((QUEUED, "queued"), (RUNNING, "running"), (SUCCEEDED, "succeeded"), (FAILED, "failed"))
 
-    kind = models.CharField(max_length=40)
+    #: One of the kinds declared in ``contest.job_kinds`` (its choices, with their labels, come from there).
+    kind = models.CharField(max_length=40, choices=job_kinds.CHOICES)
     contest = models.ForeignKey(Contest, null=True, blank=True, on_delete=models.CASCADE, related_name="jobs")
     args = models.JSONField(default=dict)
     status = models.CharField(max_length=10, choices=STATUSES, default=QUEUED)

@@ -5,7 +5,7 @@ tests start workers with it). A team's upload is scored on its own queue, so it
 is never stuck behind a round's generation, judge attacks or results (minutes
 each at the 2019 size): a worker started on ``interactive`` answers teams while
 others grind through the round. ``celery -A contest worker -Q <queues>`` picks
-what a worker serves. ``contest.services.jobs`` routes each job kind here.
+what a worker serves. ``contest.job_kinds`` declares the queue of each job kind.
 """
 
 #: The job queues, one per kind of work. Which kinds go to which queue, and their ranks within it, is
@@ -13,35 +13,8 @@ what a worker serves. ``contest.services.jobs`` routes each job kind here.
 INTERACTIVE, GENERATION, JUDGE, RESULTS = "interactive", "generation", "judge", "results"
 NAMES: tuple[str, ...] = (INTERACTIVE, GENERATION, JUDGE, RESULTS)
 
-# The tables below go once contest.services.jobs reads them from contest.job_kinds (the next commit).
-#: queue -> the job kinds (contest.services.jobs.KINDS) sent to it
-QUEUES: dict[str, tuple[str, ...]] = {
-    "interactive": ("score_anonymized", "score_attack", "email_announcement"),
-    "generation": ("generate_round", "generate_dataset"),
-    "judge": ("close_anonymization", "close_set", "judge_attacks", "set_analyses", "privacy_preview"),
-    "results": ("compute_results", "rescore", "round_figures", "build_bundle"),
-}
-
-#: job kind -> its queue
-QUEUE_OF: dict[str, str] = {kind: queue for queue, kinds in QUEUES.items() for kind in kinds}
-
-#: Ranks within a queue, first served first. A worker does not run the jobs in the broker's order: each
-#: message wakes it to claim its queue's next job by a database query (``contest.services.jobs.claim_next``),
-#: the queued job of the best rank, then of the team served least recently, then the oldest. The deadline's
-#: own work (the close, the judge's attacks) never waits behind previews, a team's convenience that a
-#: burst of uploads queues by the dozen. Kinds not listed rank ``SCORING``.
-CLOSE, SCORING, PREVIEW = 0, 1, 2
-RANK: dict[str, int] = {"close_anonymization": CLOSE, "close_set": CLOSE, "judge_attacks": CLOSE,
-                        "privacy_preview": PREVIEW}
-
-
-def rank(kind: str) -> int:
-    """The rank of job ``kind`` within its queue (:data:`RANK`; lower is served first)."""
-    return RANK.get(kind, SCORING)
-
-
 #: The teams' queue; also anything not routed by kind.
-DEFAULT_QUEUE = "interactive"
+DEFAULT_QUEUE = INTERACTIVE
 
 #: The periodic sweep's own queue (beat sends it there), which every worker serves besides its work
 #: (``contest.workers.worker_command`` adds it): the sweep watches the job queues, so it must not wait in
@@ -49,10 +22,10 @@ DEFAULT_QUEUE = "interactive"
 SWEEP_QUEUE = "sweep"
 
 #: Every queue, for ``-Q``: a single worker that does everything (tests, a small contest).
-ALL_QUEUES = ",".join(QUEUES)
+ALL_QUEUES = ",".join(NAMES)
 
 #: Every queue but the teams', for ``-Q``: the judge's workers.
-JUDGE_QUEUES = ",".join(q for q in QUEUES if q != DEFAULT_QUEUE)
+JUDGE_QUEUES = ",".join(q for q in NAMES if q != DEFAULT_QUEUE)
 
 
 def with_sweep(queues: str) -> str:

@@ -5,7 +5,7 @@ import heapq
 
 from django.db.models import QuerySet
 
-from contest import permissions, queues
+from contest import job_kinds, permissions
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, PublicSet, ResultsSnapshot, Score, Team
 from contest.services import jobs
 
@@ -86,10 +86,10 @@ def queue_places(queued: list[Job]) -> dict[int, dict]:
     """
     out: dict[int, dict] = {}
     wanted = {job.pk for job in queued if job.status == Job.QUEUED}
-    for queue in sorted({queues.QUEUE_OF[job.kind] for job in queued if job.pk in wanted}):
+    for queue in sorted({job_kinds.QUEUE_OF[job.kind] for job in queued if job.pk in wanted}):
         order = _played_forward(queue)
-        means = _mean_run_seconds(queues.QUEUES[queue])
-        busy = max(Job.objects.filter(status=Job.RUNNING, kind__in=queues.QUEUES[queue]).count(), 1)
+        means = _mean_run_seconds(job_kinds.BY_QUEUE[queue])
+        busy = max(Job.objects.filter(status=Job.RUNNING, kind__in=job_kinds.BY_QUEUE[queue]).count(), 1)
         ahead, known = 0.0, True
         for place, (pk, kind) in enumerate(order, start=1):
             own = means.get(kind)
@@ -104,10 +104,10 @@ def _played_forward(queue: str) -> list[tuple[int, str]]:
     """(id, kind) of every queued job of ``queue`` in the order the workers will claim them."""
     rows = list(jobs.fair_order(queue).values_list("pk", "kind", "team_id", "served", "created_at"))
     heads: dict = {}
-    for pk, kind, team, served, created in sorted(rows, key=lambda r: (queues.rank(r[1]), r[4], r[0])):
+    for pk, kind, team, served, created in sorted(rows, key=lambda r: (job_kinds.rank(r[1]), r[4], r[0])):
         heads.setdefault(team if team is not None else ("judge", pk), []).append((pk, kind, served, created))
     # a heap of each team's next job; a team just served goes behind every other (its served time is now)
-    heap = [(queues.rank(q[0][1]), (0, q[0][2]), q[0][3], q[0][0], key) for key, q in heads.items()]
+    heap = [(job_kinds.rank(q[0][1]), (0, q[0][2]), q[0][3], q[0][0], key) for key, q in heads.items()]
     heapq.heapify(heap)
     order, turn = [], 0
     while heap:
@@ -117,7 +117,7 @@ def _played_forward(queue: str) -> list[tuple[int, str]]:
         turn += 1
         if heads[key]:
             nxt = heads[key][0]
-            heapq.heappush(heap, (queues.rank(nxt[1]), (1, turn), nxt[3], nxt[0], key))
+            heapq.heappush(heap, (job_kinds.rank(nxt[1]), (1, turn), nxt[3], nxt[0], key))
     return order
 
 

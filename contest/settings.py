@@ -345,7 +345,7 @@ if CELERY_BROKER_URL.startswith("filesystem"):
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_connect_timeout": 3, "socket_timeout": 10}
 CELERY_RESULT_BACKEND = None  # job rows carry status, progress and errors
-# Jobs go to a queue per kind (contest.services.jobs.QUEUES); the beat sweep and anything unrouted to
+# Jobs go to a queue per kind (contest.job_kinds); the beat sweep and anything unrouted to
 # the teams' queue, which a worker always serves.
 CELERY_TASK_DEFAULT_QUEUE = queues.DEFAULT_QUEUE
 CELERY_TASK_IGNORE_RESULT = True

@@ -51,7 +51,7 @@ def purge_queues() -> int:
     with app.connection_for_write() as conn:
         channel = conn.default_channel
         dropped = 0
-        for queue in queues.QUEUES:
+        for queue in queues.NAMES:
             try:
                 dropped += channel.queue_purge(queue) or 0
             except Exception:  # noqa: BLE001, S110 - a queue never declared has nothing to drop

@@ -48,6 +48,7 @@ import logging
 
 from django.db import transaction
 
+from contest import job_kinds
 from contest.models import AnonymizedSet, Contest, Dataset, Round
 from contest.services import data, jobs, round_figures, storage
 from scoring.analyses import reference_baseline, uniform_baseline, utility_analyses
@@ -185,11 +186,11 @@ def utility_rows(contest: Contest, round_: Round, *, recompute: bool = False) ->
 def request_set_analyses(round_: Round, *, user=None) -> list:
     """Queue a ``set_analyses`` job per valid final team set of ``round_`` (at the phase close)."""
     with transaction.atomic():
-        return [jobs.create_job("set_analyses", contest=round_.contest, user=user, anonymized_set_id=pk)
+        return [jobs.create_job(job_kinds.SET_ANALYSES, contest=round_.contest, user=user, anonymized_set_id=pk)
                 for pk in _analysed_sets(round_).values_list("pk", flat=True)]
 
 
-@jobs.handles("set_analyses")
+@jobs.handles(job_kinds.SET_ANALYSES)
 def set_analyses_job(job, anonymized_set_id: int) -> str:
     """One final set's figures and its dataset's baselines (if the generation job did not store them)."""
     aset = (AnonymizedSet.objects.select_related("dataset__round__contest", "dataset__original",

@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
 from django.db import transaction
 
+from contest import job_kinds
 from contest.models import Announcement, Contest
 from contest.services import audit, jobs
 from contest.services.errors import ServiceError
@@ -34,7 +35,7 @@ def announce(contest: Contest, *, title: str, body: str, user=None, email: bool 
                                            created_by=user if getattr(user, "is_authenticated", False) else None)
         audit.record("announce", contest=contest, actor=user, obj=item, title=title)
         if email:
-            jobs.create_job("email_announcement", contest=contest, user=user, announcement_id=item.pk)
+            jobs.create_job(job_kinds.EMAIL_ANNOUNCEMENT, contest=contest, user=user, announcement_id=item.pk)
     return item
 
 
@@ -50,7 +51,7 @@ def recipients(contest: Contest) -> list[str]:
     return sorted(emails)
 
 
-@jobs.handles("email_announcement")
+@jobs.handles(job_kinds.EMAIL_ANNOUNCEMENT)
 def email_announcement_job(job, announcement_id: int) -> str:
     item = Announcement.objects.select_related("contest").get(pk=announcement_id)
     to = recipients(item.contest)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from contest import job_kinds
 from contest.models import (
     AnonymizedSet,
     Attack,
@@ -238,7 +239,7 @@ def current(p: Plan) -> Bundle | None:
 
 def build_job(p: Plan) -> Job | None:
     """The queued or running job that builds ``p`` (its inputs), if there is one."""
-    for job in Job.objects.filter(contest=p.contest, kind="build_bundle", status__in=(Job.QUEUED, Job.RUNNING),
+    for job in Job.objects.filter(contest=p.contest, kind=job_kinds.BUILD_BUNDLE, status__in=(Job.QUEUED, Job.RUNNING),
                                   args__bundle=p.kind):
         if job.args.get("round_id") == p.job_args["round_id"] and job.args.get("inputs") == p.inputs:
             return job
@@ -254,7 +255,7 @@ def request_build(p: Plan, *, user=None) -> Job | None:
         return None
     with transaction.atomic():
         Contest.objects.select_for_update().filter(pk=p.contest.pk).first()  # one request queues it
-        return build_job(p) or jobs.create_job("build_bundle", contest=p.contest, user=user, inputs=p.inputs,
+        return build_job(p) or jobs.create_job(job_kinds.BUILD_BUNDLE, contest=p.contest, user=user, inputs=p.inputs,
                                                **p.job_args)
 
 
@@ -288,7 +289,7 @@ def _remove_older(bundle: Bundle) -> None:
     Bundle.objects.filter(contest=bundle.contest, kind=bundle.kind, round=bundle.round).exclude(pk=bundle.pk).delete()
 
 
-@jobs.handles("build_bundle")
+@jobs.handles(job_kinds.BUILD_BUNDLE)
 def build_bundle_job(job, bundle: str, round_id: int | None = None, inputs: str = "") -> str:
     """Build the bundle as it is now (``inputs``, the key seen when it was queued, may be outdated by then:
     the newer contents win)."""

@@ -50,6 +50,7 @@ import numpy as np
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from contest import job_kinds
 from contest.models import Dataset, Round, Team
 from contest.services import analyses, audit, data, figures, jobs, round_figures, storage, training_data
 from scoring.seeds import sequence_seed
@@ -368,14 +369,14 @@ def synthesizer_summary(manifest: dict) -> dict | None:
             if any("colocations_planted" in r for r in reports) else None}
 
 
-@jobs.handles("generate_round")
+@jobs.handles(job_kinds.GENERATE_ROUND)
 def generate_round_job(job, round_id: int) -> str:
     """Train the round's model, then queue one ``generate_dataset`` job per missing data set."""
     round_ = Round.objects.select_related("contest", "model_file").get(pk=round_id)
     missing = prepare_round(round_, job=job)
     with transaction.atomic():
         for team, challenge in missing:
-            jobs.create_job("generate_dataset", contest=round_.contest, user=job.created_by, round_id=round_.pk,
+            jobs.create_job(job_kinds.GENERATE_DATASET, contest=round_.contest, user=job.created_by, round_id=round_.pk,
                             team=team, challenge=challenge)
     if not missing:
         finish_round(round_, user=job.created_by)
@@ -383,7 +384,7 @@ def generate_round_job(job, round_id: int) -> str:
     return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
 
 
-@jobs.handles("generate_dataset")
+@jobs.handles(job_kinds.GENERATE_DATASET)
 def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
     """One data set of a round; the job that stores the round's last set marks the round ready."""
     round_ = Round.objects.select_related("contest", "model_file").get(pk=round_id)
@@ -395,4 +396,4 @@ def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
 
 
 def request_generation(round_: Round, *, user=None):
-    return jobs.create_job("generate_round", contest=round_.contest, user=user, round_id=round_.pk)
+    return jobs.create_job(job_kinds.GENERATE_ROUND, contest=round_.contest, user=user, round_id=round_.pk)

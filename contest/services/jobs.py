@@ -1,7 +1,8 @@
 """Job rows and their dispatch to Celery (DESIGN "Work in the background").
 
 Every background operation is a :class:`~contest.models.Job` of a ``kind``
-(one of :data:`KINDS`) handled by one service function ``handler(job, **job.args)``.
+(declared once in ``contest.job_kinds``, with its queue, rank and label) handled by
+one service function ``handler(job, **job.args)``.
 Each service registers its handler with the :func:`handles` decorator, so this
 module imports no service and the services import it without a circle;
 ``contest.tasks`` imports the services (the app loads it at start), which fills
@@ -23,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import Case, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -32,30 +32,13 @@ from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import RedisError
 
 from contest.celery import app as celery_app
+from contest.job_kinds import BY_QUEUE, KINDS, QUEUE_OF, rank
 from contest.models import Job
-from contest.queues import DEFAULT_QUEUE, QUEUE_OF, QUEUES, RANK, rank
+from contest.queues import DEFAULT_QUEUE
 from contest.services import audit, site_state
 from contest.services.errors import ServiceError
 
 log = logging.getLogger(__name__)
-
-#: Every job kind. The handler of each is registered by its service with :func:`handles`.
-KINDS = (
-    "generate_round",       # contest.services.generation: train a round's model, queue its data sets
-    "generate_dataset",     # contest.services.generation: one data set of a round (team x challenge)
-    "score_anonymized",     # contest.services.uploads: validate an anonymized set and compute s_U
-    "score_attack",         # contest.services.uploads: validate and score an etable/etraces
-    "close_anonymization",  # contest.services.judge: close the phase, freeze final sets, queue a job per set
-    "close_set",            # contest.services.judge: pseudonymize one set, then the judge attacks on it
-    "judge_attacks",        # contest.services.judge: the judge's attacks on one public set
-    "compute_results",      # contest.services.results: the results snapshot (and publish)
-    "rescore",              # contest.services.results: one re-scoring job per scored object
-    "privacy_preview",      # contest.services.previews: the team's private preview of a valid set
-    "email_announcement",   # contest.services.announcements: an announcement by e-mail to every member
-    "round_figures",        # contest.services.round_figures: fairness / sample anonymizers of a round's data
-    "set_analyses",         # contest.services.analyses: rules §13 utility figures of one final set, at close
-    "build_bundle",         # contest.services.bundles: a round's attack material or the export, as a zip on disk
-)
 
 #: The Celery task that runs every job (contest.tasks.run_job), named so this module needn't import it.
 RUN_JOB_TASK = "contest.tasks.run_job"
@@ -68,11 +51,6 @@ BROKER_ERRORS = (BrokerOperationalError, ConnectionError, OSError)
 #: A queued job younger than this is left to the send its transaction queued on commit.
 OUTBOX_GRACE = timedelta(seconds=5)
 
-# Every kind has one queue (contest.queues): a team's upload never waits behind the judge's work.
-if sorted(QUEUE_OF) != sorted(KINDS) or not set(RANK) <= set(KINDS):  # checked at import, also under python -O
-    raise ImproperlyConfigured("contest.queues.QUEUES must name every job kind once, and RANK only job kinds")
-
-
 class TransientJobError(ServiceError):
     """A failure worth retrying (database lock, lost connection)."""
 
@@ -81,9 +59,10 @@ class TransientJobError(ServiceError):
 
 
 def handles(kind: str):
-    """Register the decorated function as the handler of job ``kind`` (one per kind)."""
+    """Register the decorated function as the handler of job ``kind`` (one per kind; a constant of
+    ``contest.job_kinds``, where the kind is declared)."""
     if kind not in KINDS:
-        raise ValueError(f"unknown job kind {kind!r}; add it to jobs.KINDS")
+        raise ValueError(f"unknown job kind {kind!r}; declare it in contest.job_kinds")
 
     def register(func: Callable[..., str | None]) -> Callable[..., str | None]:
         other = _REGISTRY.get(kind)
@@ -193,7 +172,7 @@ def dispatch(job_id: int, kind: str) -> bool:
         # No time limit in the message (explicit None; a signature would fill in the sender's): the worker
         # that runs the job applies its own TRACECUP_JOB_TIME_LIMIT, whatever the web process was given.
         # No message priority either: the message only wakes a worker of the queue, whose claim picks the job
-        # (claim_next, by contest.queues.RANK).
+        # (claim_next, by the kind's rank in contest.job_kinds).
         result = celery_app.send_task(RUN_JOB_TASK, args=(job_id,), queue=QUEUE_OF[kind],
                                       time_limit=None, soft_time_limit=None)
     except BROKER_ERRORS as exc:
@@ -309,12 +288,12 @@ _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 def fair_order(queue: str):
     """The queued jobs of ``queue`` that a worker may claim, in the order it claims them.
 
-    Best rank first (``contest.queues.RANK``: the close before scoring before previews); within a rank,
+    Best rank first (``contest.job_kinds.rank``: the close before scoring before previews); within a rank,
     the job of the team served least recently (the latest start of a job of that team on this queue;
     teams never served, and jobs of no team, the judge's own, come first); then the oldest. So the teams are served
     in turn and a team's burst of uploads never delays another team's first one.
     """
-    kinds = QUEUES[queue]
+    kinds = BY_QUEUE[queue]
     served = (Job.objects.filter(team=OuterRef("team"), kind__in=kinds, started_at__isnull=False)
               .order_by("-started_at").values("started_at")[:1])
     ranks = sorted({rank(k) for k in kinds})

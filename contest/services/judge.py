@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from contest import job_kinds
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import analyses, audit, bundles, data, jobs, results, site_state, storage
 from contest.services.uploads import final_of, lock_phase, score_anonymized_set
@@ -118,7 +119,7 @@ def request_attack_material(round_: Round, *, user=None):
     return None
 
 
-@jobs.handles("close_anonymization")
+@jobs.handles(job_kinds.CLOSE_ANONYMIZATION)
 def close_anonymization_job(job, round_id: int) -> str:
     """Close the phase and freeze the final sets, then fan out: one ``close_set`` job per set to publish
     (pseudonymize, then the judge's attacks) and one ``set_analyses`` job per final valid set."""
@@ -130,7 +131,7 @@ def close_anonymization_job(job, round_id: int) -> str:
         for ds in datasets:
             ps = PublicSet.objects.filter(dataset=ds).first()
             if ps is None or (contest.judge_attacks_enabled and pending_judge_attacks(ps)):
-                jobs.create_job("close_set", contest=contest, user=job.created_by, dataset_id=ds.pk)
+                jobs.create_job(job_kinds.CLOSE_SET, contest=contest, user=job.created_by, dataset_id=ds.pk)
                 queued += 1
     # The final sets' utility figures (rules §13), one job per set, so the results job only reads them.
     analysed = len(analyses.request_set_analyses(round_, user=job.created_by))
@@ -139,7 +140,7 @@ def close_anonymization_job(job, round_id: int) -> str:
     return f"{len(datasets)} sets to publish: {queued} set jobs queued; analyses queued on {analysed}"
 
 
-@jobs.handles("close_set")
+@jobs.handles(job_kinds.CLOSE_SET)
 def close_set_job(job, dataset_id: int) -> str:
     """One set at the phase close: pseudonymize it, queue the attack material if it was the last, then run
     the judge's attacks on it."""
@@ -232,7 +233,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     return done
 
 
-@jobs.handles("judge_attacks")
+@jobs.handles(job_kinds.JUDGE_ATTACKS)
 def judge_attacks_job(job, public_set_id: int) -> str:
     ps = PublicSet.objects.get(pk=public_set_id)
     done = run_judge_attacks(ps, job=job)
@@ -259,7 +260,7 @@ def final_set_ids(round_: Round) -> list[int]:
 
 def close_queued(round_id: int) -> bool:
     """Whether a close of the round's anonymization phase is queued or running."""
-    return Job.objects.filter(kind="close_anonymization", args__round_id=round_id,
+    return Job.objects.filter(kind=job_kinds.CLOSE_ANONYMIZATION, args__round_id=round_id,
                               status__in=(Job.QUEUED, Job.RUNNING)).exists()
 
 
@@ -269,13 +270,13 @@ def request_close(round_: Round, *, user=None):
     The close pre-empts the round's queued privacy previews (team views) of sets that are not final:
     they are marked done as skipped, work nobody reads once the phase closed. The final sets' previews
     stay queued (the final set always gets its preview): they rank last in the judge's queue
-    (``contest.queues.RANK``), so they run after the close's own work.
+    (``contest.job_kinds``), so they run after the close's own work.
     """
-    Job.objects.filter(kind="privacy_preview", args__round_id=round_.pk, status=Job.QUEUED).exclude(
+    Job.objects.filter(kind=job_kinds.PRIVACY_PREVIEW, args__round_id=round_.pk, status=Job.QUEUED).exclude(
         args__anonymized_set_id__in=final_set_ids(round_)).update(
         status=Job.SUCCEEDED, finished_at=timezone.now(), message="skipped: the anonymization phase closed")
     site_state.changed()
-    return jobs.create_job("close_anonymization", contest=round_.contest, user=user, round_id=round_.pk)
+    return jobs.create_job(job_kinds.CLOSE_ANONYMIZATION, contest=round_.contest, user=user, round_id=round_.pk)
 
 
 def close_phase_now(phase: Phase, *, user=None):

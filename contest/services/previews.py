@@ -27,6 +27,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 import scoring
+from contest import job_kinds
 from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
 from contest.services.judge import anonymization_closing, final_set_ids, judge_attack_seeds, preview_settings
@@ -122,7 +123,7 @@ def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
         return PrivacyPreview.objects.get(anonymized_set=aset)  # a duplicate delivery stored it first
 
 
-@jobs.handles("privacy_preview")
+@jobs.handles(job_kinds.PRIVACY_PREVIEW)
 def privacy_preview_job(job, anonymized_set_id: int, round_id: int | None = None) -> str:
     """Job handler; ``round_id`` is in the arguments so a phase close finds the round's queued previews."""
     p = compute_preview(AnonymizedSet(pk=anonymized_set_id), job=job)

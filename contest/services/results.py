@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
+from contest import job_kinds
 from contest.models import (
     AnonymizedSet,
     Attack,
@@ -285,7 +286,7 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
     return snap
 
 
-@jobs.handles("compute_results")
+@jobs.handles(job_kinds.COMPUTE_RESULTS)
 def compute_results_job(job, contest_id: int, publish: bool = False, through_round: int | None = None) -> str:
     contest = Contest.objects.get(pk=contest_id)
     if publish:
@@ -359,13 +360,13 @@ def request_results(contest: Contest, *, user=None, publish: bool = False, throu
     if through_round is not None:
         args["through_round"] = int(through_round)
     with transaction.atomic():
-        return jobs.create_job("compute_results", contest=contest, user=user, **args)
+        return jobs.create_job(job_kinds.COMPUTE_RESULTS, contest=contest, user=user, **args)
 
 
 def request_rescore(contest: Contest, *, user=None):
     """Queue re-scoring every upload and judge attack of the contest; returns the job."""
     with transaction.atomic():
-        return jobs.create_job("rescore", contest=contest, user=user, contest_id=contest.pk)
+        return jobs.create_job(job_kinds.RESCORE, contest=contest, user=user, contest_id=contest.pk)
 
 
 def unpublish_results(contest: Contest, *, user=None) -> int:
@@ -404,15 +405,15 @@ def rescore(contest: Contest, *, user=None, job=None) -> dict:
         audit.record("rescore", contest=contest, actor=actor, n_sets=len(asets), n_attacks=len(attacks),
                      n_public_sets=len(public_sets))
         for pk in asets:
-            jobs.create_job("score_anonymized", contest=contest, user=actor, anonymized_set_id=pk, force=True)
+            jobs.create_job(job_kinds.SCORE_ANONYMIZED, contest=contest, user=actor, anonymized_set_id=pk, force=True)
         for pk in attacks:
-            jobs.create_job("score_attack", contest=contest, user=actor, attack_id=pk, force=True)
+            jobs.create_job(job_kinds.SCORE_ATTACK, contest=contest, user=actor, attack_id=pk, force=True)
         for pk in public_sets:
-            jobs.create_job("judge_attacks", contest=contest, user=actor, public_set_id=pk)
+            jobs.create_job(job_kinds.JUDGE_ATTACKS, contest=contest, user=actor, public_set_id=pk)
     return {"anonymized_sets": len(asets), "attacks": len(attacks), "judge_attacks": len(public_sets)}
 
 
-@jobs.handles("rescore")
+@jobs.handles(job_kinds.RESCORE)
 def rescore_job(job, contest_id: int) -> str:
     counts = rescore(Contest.objects.get(pk=contest_id), job=job)
     return "queued re-scoring: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())

@@ -30,6 +30,7 @@ import logging
 
 from django.db import IntegrityError, transaction
 
+from contest import job_kinds
 from contest.models import Dataset, Round, RoundFigures
 from contest.services import jobs
 from contest.services.samples import DEFAULT_SAMPLE_ANONYMIZERS, evaluate_sample_anonymizers
@@ -134,7 +135,7 @@ def get_or_compute(round_: Round, part: str, *, recompute: bool = False):
     return value
 
 
-@jobs.handles("round_figures")
+@jobs.handles(job_kinds.ROUND_FIGURES)
 def round_figures_job(job, round_id: int, part: str) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     get_or_compute(round_, part)
@@ -144,7 +145,7 @@ def round_figures_job(job, round_id: int, part: str) -> str:
 def request(round_: Round, *, user=None) -> list:
     """Queue a job per part of ``round_`` (after its data is generated)."""
     with transaction.atomic():
-        return [jobs.create_job("round_figures", contest=round_.contest, user=user, round_id=round_.pk, part=part)
+        return [jobs.create_job(job_kinds.ROUND_FIGURES, contest=round_.contest, user=user, round_id=round_.pk, part=part)
                 for part in parts(round_)]
 
 

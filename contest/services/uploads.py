@@ -29,7 +29,7 @@ from django.db import IntegrityError, InterfaceError, OperationalError, connecti
 from django.db.models import Max
 from django.utils import timezone
 
-from contest import permissions
+from contest import job_kinds, permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
 from contest.services.errors import ServiceError
@@ -256,7 +256,7 @@ def _store_anonymized_set(user, dataset: Dataset, content, name: str, now, key: 
                                             uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
                      dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
-        jobs.create_job("score_anonymized", contest=contest, user=user, for_team=dataset.team, anonymized_set_id=aset.pk)
+        jobs.create_job(job_kinds.SCORE_ANONYMIZED, contest=contest, user=user, for_team=dataset.team, anonymized_set_id=aset.pk)
     return aset
 
 
@@ -318,7 +318,7 @@ def _scoring_done(job, upload, name: str) -> str | None:
     return f"rejected: {upload.error_total} problem(s)" if upload.status == type(upload).REJECTED else None
 
 
-@jobs.handles("score_anonymized")
+@jobs.handles(job_kinds.SCORE_ANONYMIZED)
 def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> str:
     aset = score_anonymized_set(AnonymizedSet(pk=anonymized_set_id), force=force)
     rejected = _scoring_done(job, aset, "anonymized set")
@@ -343,11 +343,11 @@ def queue_preview(aset: AnonymizedSet, *, user=None):
     if final is not None:
         older = older.exclude(pk=final.pk)
     with transaction.atomic():
-        Job.objects.filter(kind="privacy_preview", status=Job.QUEUED,
+        Job.objects.filter(kind=job_kinds.PRIVACY_PREVIEW, status=Job.QUEUED,
                            args__anonymized_set_id__in=list(older.values_list("pk", flat=True))).update(
             status=Job.SUCCEEDED, finished_at=timezone.now(),
             message=f"{Job.SUPERSEDED} by upload #{aset.seq}: the preview of the newer upload replaces it")
-        return jobs.create_job("privacy_preview", contest=aset.dataset.round.contest, user=user, for_team=aset.team,
+        return jobs.create_job(job_kinds.PRIVACY_PREVIEW, contest=aset.dataset.round.contest, user=user, for_team=aset.team,
                                anonymized_set_id=aset.pk, round_id=aset.dataset.round_id)
 
 
@@ -367,7 +367,7 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
                      dataset=aset.dataset.label, seq=aset.seq)
         # the final set always gets its preview, also one chosen after a newer upload superseded it
         if (aset.status == AnonymizedSet.VALID and not PrivacyPreview.objects.filter(anonymized_set=aset).exists()
-                and not Job.objects.filter(kind="privacy_preview", args__anonymized_set_id=aset.pk,
+                and not Job.objects.filter(kind=job_kinds.PRIVACY_PREVIEW, args__anonymized_set_id=aset.pk,
                                            status__in=(Job.QUEUED, Job.RUNNING)).exists()):
             queue_preview(aset, user=user)
     aset.refresh_from_db()

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Count, Sum
 from django.utils import timezone
 
-from contest import queues
+from contest import job_kinds, queues
 from contest.celery import app as celery_app
 from contest.models import Job, StoredFile
 from contest.services.jobs import OUTBOX_GRACE, stale_after
@@ -29,7 +29,7 @@ WINDOW = timedelta(hours=1)
 #: Failed jobs listed per kind (newest first).
 FAILURES_SHOWN = 5
 #: Queues whose depth is read: every job queue and the sweep's.
-DEPTH_QUEUES = (*queues.QUEUES, queues.SWEEP_QUEUE)
+DEPTH_QUEUES = (*queues.NAMES, queues.SWEEP_QUEUE)
 #: kombu's Redis transport keeps a queue's messages of each priority step in a list of its own
 #: (``<queue>\x06\x16<step>``; step 0 is the queue's own name): a queue's depth is their sum.
 REDIS_PRIORITY_SEP, REDIS_PRIORITY_STEPS = "\x06\x16", (0, 3, 6, 9)
@@ -76,9 +76,9 @@ def workers(now=None) -> list[WorkerState]:
 
 
 def queues_without_worker(now=None) -> list[str]:
-    """Job queues (``contest.queues.QUEUES``) that no live worker consumes: their jobs wait for nobody."""
+    """Job queues (``contest.queues.NAMES``) that no live worker consumes: their jobs wait for nobody."""
     served = {q for qs in live_workers(now).values_list("queues", flat=True) for q in qs}
-    return [q for q in queues.QUEUES if q not in served]
+    return [q for q in queues.NAMES if q not in served]
 
 
 # ---------------------------------------------------------------- the broker
@@ -128,6 +128,11 @@ class KindStats:
     running: int = 0
     queued: int = 0
 
+    @property
+    def label(self) -> str:
+        """What a person calls the kind (``contest.job_kinds``, translated)."""
+        return job_kinds.label(self.kind)
+
 
 def job_stats(jobs, now=None) -> list[KindStats]:
     """Per kind (those with any job in the window or now running or queued), from the job rows ``jobs``."""
@@ -172,7 +177,7 @@ def stuck_jobs(jobs, now=None) -> list[tuple[Job, str]]:
     unsent_after = timedelta(seconds=settings.TRACECUP_SWEEP_SECONDS) + OUTBOX_GRACE
     out = [(j, "no_heartbeat") for j in jobs.filter(status=Job.RUNNING, heartbeat_at__lt=now - stale_after())]
     for job in jobs.filter(status=Job.QUEUED).order_by("created_at"):
-        if queues.QUEUE_OF.get(job.kind, queues.DEFAULT_QUEUE) in idle:
+        if job_kinds.QUEUE_OF.get(job.kind, queues.DEFAULT_QUEUE) in idle:
             out.append((job, "no_worker"))
         elif job.sent_at is None and job.created_at < now - unsent_after:
             out.append((job, "not_sent"))

@@ -2,7 +2,7 @@
 
 The teams' queue serves the teams in turn (the oldest job of the team served least recently), so one
 team's burst of uploads never delays another team's first one; within a queue, the deadline's own work
-(the close, the judge's attacks) goes before scoring, and scoring before previews (``contest.queues.RANK``).
+(the close, the judge's attacks) goes before scoring, and scoring before previews (``contest.job_kinds``).
 The unit tests claim in this process (``jobs.execute(..., pick=True)``, what a worker does); the
 integration test runs a real worker with one process on the teams' queue.
 """
@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from contest import queues, selectors
+from contest import job_kinds, queues, selectors
 from contest.models import AnonymizedSet, Dataset, Job, PrivacyPreview, Team
 from contest.services import jobs, judge, uploads
 from contest.services.setup import create_contest
@@ -91,7 +91,7 @@ def test_the_close_goes_before_previews_in_the_judges_queue(generated, monkeypat
     attacks = jobs.create_job("judge_attacks", contest=generated, dispatch=False, public_set_id=1)
     _run_all(6, previews_[0])
     assert ran == [close.pk, attacks.pk, analyses.pk] + [p.pk for p in previews_]
-    assert queues.rank("close_set") < queues.rank("score_anonymized") < queues.rank("privacy_preview")
+    assert job_kinds.rank("close_set") < job_kinds.rank("score_anonymized") < job_kinds.rank("privacy_preview")
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import scoring
-from contest import queues
+from contest import job_kinds
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, PrivacyPreview, PublicSet, Score
 from contest.services import data, judge, previews, results, storage, uploads
 from scoring.preview import preview
@@ -69,7 +69,7 @@ def test_a_valid_upload_gets_its_preview_by_a_low_priority_job(generated, django
     assert aset.status == AnonymizedSet.VALID
     job = Job.objects.get(kind="privacy_preview")
     assert job.status == Job.SUCCEEDED and job.args == {"anonymized_set_id": aset.pk, "round_id": aset.dataset.round_id}
-    assert queues.rank("privacy_preview") > queues.rank("score_anonymized") > queues.rank("close_set")
+    assert job_kinds.rank("privacy_preview") > job_kinds.rank("score_anonymized") > job_kinds.rank("close_set")
     p = PrivacyPreview.objects.get(anonymized_set=aset)
     # the stored figures are scoring.preview's on the same set with the same seed and the judge's settings
     ds, grid = aset.dataset, generated.grid()

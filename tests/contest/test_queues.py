@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from contest import queues
+from contest import job_kinds, queues
 from contest.models import AnonymizedSet, Dataset, Job
 from contest.services import generation, jobs, uploads
 from contest.services.setup import create_contest
@@ -23,12 +23,12 @@ from tests.worker import worker_env  # noqa: F401  (fixture)
 
 
 def test_every_job_kind_has_one_queue_and_uploads_have_their_own():
-    assert sum(len(kinds) for kinds in queues.QUEUES.values()) == len(jobs.KINDS)  # none listed twice
+    assert sum(len(kinds) for kinds in job_kinds.BY_QUEUE.values()) == len(job_kinds.KINDS)  # none listed twice
     for kind in ("score_anonymized", "score_attack"):
-        assert queues.QUEUE_OF[kind] == queues.DEFAULT_QUEUE
+        assert job_kinds.QUEUE_OF[kind] == queues.DEFAULT_QUEUE
     for kind in ("generate_round", "close_anonymization", "judge_attacks", "compute_results", "rescore",
                  "privacy_preview"):
-        assert queues.QUEUE_OF[kind] in queues.JUDGE_QUEUES.split(",")
+        assert job_kinds.QUEUE_OF[kind] in queues.JUDGE_QUEUES.split(",")
 
 
 @pytest.mark.integration
@@ -37,7 +37,7 @@ def test_jobs_are_sent_to_their_kinds_queue(worker_env):
     """The message of each job lands in its kind's queue of the real broker (no worker consumes it)."""
     from contest.celery import app
     contest = create_contest(contest_spec(slug="routing"))
-    sent = {kind: jobs.create_job(kind, contest=contest, dispatch=False) for kind in jobs.KINDS}
+    sent = {kind: jobs.create_job(kind, contest=contest, dispatch=False) for kind in job_kinds.KINDS}
     for kind, job in sent.items():
         assert jobs.dispatch(job.pk, kind)
     if worker_env.broker_dir is not None:
@@ -46,8 +46,8 @@ def test_jobs_are_sent_to_their_kinds_queue(worker_env):
     else:
         with app.connection_for_write() as conn:
             channel = conn.default_channel
-            found = sorted(q for q in queues.QUEUES for _ in range(channel.queue_declare(q, passive=True).message_count))
-    assert found == sorted(queues.QUEUE_OF[kind] for kind in jobs.KINDS)
+            found = sorted(q for q in queues.NAMES for _ in range(channel.queue_declare(q, passive=True).message_count))
+    assert found == sorted(job_kinds.QUEUE_OF[kind] for kind in job_kinds.KINDS)
 
 
 #: PPMTF trained long enough (several seconds) that the judge's worker is busy while the team uploads.
