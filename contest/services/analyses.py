@@ -51,6 +51,7 @@ from django.db import transaction
 from contest import job_kinds
 from contest.models import AnonymizedSet, Contest, Dataset, Round
 from contest.services import data, jobs, round_figures, storage
+from contest.services.job_messages import say
 from scoring.analyses import reference_baseline, uniform_baseline, utility_analyses
 from scoring.seeds import derived_seed
 from synth.city import CityModel
@@ -199,7 +200,8 @@ def set_analyses_job(job, anonymized_set_id: int) -> str:
     original = data.traces(dataset.original, dataset.round.contest.grid())
     figures_ = set_analyses(aset, original=original)
     dataset_baselines(dataset, original=original)
-    return (f"{dataset.label}: TP-TV-Top50 {figures_['tp_tv_top50']:.4f}, TM-EMD {figures_['tm_emd']:.4f}")
+    return say("%(set)s: TP-TV-Top50 %(tp)s, TM-EMD %(tm)s", set=dataset.label, tp=f"{figures_['tp_tv_top50']:.4f}",
+               tm=f"{figures_['tm_emd']:.4f}")
 
 
 def contest_analyses(contest: Contest, *, recompute: bool = False) -> dict:

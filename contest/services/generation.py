@@ -53,6 +53,7 @@ from django.utils import timezone
 from contest import job_kinds
 from contest.models import Dataset, Round, Team
 from contest.services import analyses, audit, data, figures, jobs, round_figures, storage, training_data
+from contest.services.job_messages import say
 from scoring.seeds import sequence_seed
 from scoring.traces import Traces
 from scoring.vocabulary import Challenge
@@ -114,7 +115,7 @@ def train_round_model(round_: Round, job=None):
     p = contest.synthesizer_params or {}
 
     def prog(done, total, message):
-        jobs.progress(job, 0.9 * done / max(total, 1), f"training {method}: {message}")
+        jobs.progress(job, 0.9 * done / max(total, 1), say("training %(method)s: %(step)s", method=method, step=message))
 
     training = set(SCHEMAS[method]["training"]) | {"train_users", "train_days"}
     # The organizer's own training traces when given (contest.services.training_data), else the built-in city.
@@ -342,7 +343,7 @@ def generate_round_data(round_: Round, *, user=None, job=None) -> list[Dataset]:
     round_.refresh_from_db()
     for n, (team, challenge) in enumerate(missing):
         generate_dataset(round_, team, challenge)
-        jobs.progress(job, (n + 1) / len(missing), f"data set {n + 1} of {len(missing)}")
+        jobs.progress(job, (n + 1) / len(missing), say("data set %(n)s of %(total)s", n=n + 1, total=len(missing)))
     finish_round(round_, user=user)
     return list(Dataset.objects.filter(round=round_))
 
@@ -381,7 +382,8 @@ def generate_round_job(job, round_id: int) -> str:
     if not missing:
         finish_round(round_, user=job.created_by)
     expected = len(_round_sets(round_))
-    return f"{round_.name}: model ready, {len(missing)} of {expected} data sets queued"
+    return say("%(round)s: model ready, %(queued)s of %(expected)s data sets queued", round=round_.name,
+               queued=len(missing), expected=expected)
 
 
 @jobs.handles(job_kinds.GENERATE_DATASET)
@@ -392,7 +394,9 @@ def generate_dataset_job(job, round_id: int, team: int, challenge: int) -> str:
     ready = finish_round(round_, user=job.created_by)
     done = Dataset.objects.filter(round=round_).count()
     expected = len(_round_sets(round_))
-    return f"{ds.label} of {round_.name} ({done} of {expected} data sets){'; the round is ready' if ready else ''}"
+    template = ("%(set)s of %(round)s (%(done)s of %(expected)s data sets); the round is ready" if ready
+                else "%(set)s of %(round)s (%(done)s of %(expected)s data sets)")
+    return say(template, set=ds.label, round=round_.name, done=done, expected=expected)
 
 
 def request_generation(round_: Round, *, user=None):

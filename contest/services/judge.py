@@ -14,6 +14,7 @@ from django.utils import timezone
 from contest import job_kinds
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, Phase, PublicSet, Round, Score
 from contest.services import analyses, audit, bundles, data, jobs, results, site_state, storage
+from contest.services.job_messages import say
 from contest.services.uploads import final_of, lock_phase, score_anonymized_set
 from scoring.algorithms.registry import get
 from scoring.preview import judge_mode_params as preview_mode_params
@@ -104,7 +105,7 @@ def close_anonymization(round_: Round, *, user=None, job=None) -> list[PublicSet
     """
     datasets = freeze_round(round_, user=user)
     for i, ds in enumerate(datasets):
-        jobs.progress(job, i / max(len(datasets), 1), f"pseudonymizing {ds.label}")
+        jobs.progress(job, i / max(len(datasets), 1), say("pseudonymizing %(set)s", set=ds.label))
         pseudonymize_dataset(ds, user=user)
     return list(PublicSet.objects.filter(dataset__round=round_))
 
@@ -137,7 +138,8 @@ def close_anonymization_job(job, round_id: int) -> str:
     analysed = len(analyses.request_set_analyses(round_, user=job.created_by))
     if not queued:  # a re-run with nothing left to do: the material, if it is missing
         request_attack_material(round_, user=job.created_by)
-    return f"{len(datasets)} sets to publish: {queued} set jobs queued; analyses queued on {analysed}"
+    return say("%(sets)s sets to publish: %(queued)s set jobs queued; analyses queued on %(analysed)s",
+               sets=len(datasets), queued=queued, analysed=analysed)
 
 
 @jobs.handles(job_kinds.CLOSE_SET)
@@ -147,10 +149,10 @@ def close_set_job(job, dataset_id: int) -> str:
     ds = Dataset.objects.select_related("round__contest", "original", "team").get(pk=dataset_id)
     ps = pseudonymize_dataset(ds, user=job.created_by)
     if ps is None:
-        return f"{ds.label}: no public set (no valid final upload)"
+        return say("%(set)s: no public set (no valid final upload)", set=ds.label)
     request_attack_material(ds.round, user=job.created_by)
     done = run_judge_attacks(ps, job=job) if ds.round.contest.judge_attacks_enabled else []
-    return f"{ds.label} pseudonymized; {len(done)} judge attacks run"
+    return say("%(set)s pseudonymized; %(n)s judge attacks run", set=ds.label, n=len(done))
 
 
 def pending_judge_attacks(ps: PublicSet) -> list[str]:
@@ -205,7 +207,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
     axis = ds.round.time_axis()
     done = []
     for i, name in enumerate(names):
-        jobs.progress(job, i / len(names), f"{name} on {ds.label}")
+        jobs.progress(job, i / len(names), say("%(attack)s on %(set)s", attack=name, set=ds.label))
         algorithm = get(name)
         if algorithm.kind not in ATTACK_KINDS:
             raise ValueError(f"judge attack {name} is a {algorithm.kind}, not an attack")
@@ -237,7 +239,7 @@ def run_judge_attacks(ps: PublicSet, *, job=None) -> list[JudgeAttackResult]:
 def judge_attacks_job(job, public_set_id: int) -> str:
     ps = PublicSet.objects.get(pk=public_set_id)
     done = run_judge_attacks(ps, job=job)
-    return f"{len(done)} judge attacks run on {ps.dataset.label}"
+    return say("%(n)s judge attacks run on %(set)s", n=len(done), set=ps.dataset.label)
 
 
 def anonymization_closing(round_: Round, now=None) -> bool:
@@ -274,7 +276,7 @@ def request_close(round_: Round, *, user=None):
     """
     Job.objects.filter(kind=job_kinds.PRIVACY_PREVIEW, args__round_id=round_.pk, status=Job.QUEUED).exclude(
         args__anonymized_set_id__in=final_set_ids(round_)).update(
-        status=Job.SUCCEEDED, finished_at=timezone.now(), message="skipped: the anonymization phase closed")
+        status=Job.SUCCEEDED, finished_at=timezone.now(), message=say("skipped: the anonymization phase closed"))
     site_state.changed()
     return jobs.create_job(job_kinds.CLOSE_ANONYMIZATION, contest=round_.contest, user=user, round_id=round_.pk)
 

@@ -33,6 +33,7 @@ from django.db import IntegrityError, transaction
 from contest import job_kinds
 from contest.models import Dataset, Round, RoundFigures
 from contest.services import jobs
+from contest.services.job_messages import say
 from contest.services.samples import DEFAULT_SAMPLE_ANONYMIZERS, evaluate_sample_anonymizers
 from scoring.analyses import fairness
 
@@ -139,7 +140,7 @@ def get_or_compute(round_: Round, part: str, *, recompute: bool = False):
 def round_figures_job(job, round_id: int, part: str) -> str:
     round_ = Round.objects.select_related("contest").get(pk=round_id)
     get_or_compute(round_, part)
-    return f"{part} of {round_.name}"
+    return say("%(part)s of %(round)s", part=part, round=round_.name)
 
 
 def request(round_: Round, *, user=None) -> list:
