@@ -54,6 +54,23 @@ def test_a_bundle_lists_each_file_once_and_sha256sum_checks_it(tmp_path):
     assert check.returncode == 0 and check.stdout.count(": OK") == 3
 
 
+def test_a_bundles_files_unpack_readable_by_everyone_and_dated_when_it_was_built():
+    """Every member, the data files as well as MANIFEST.json and SHA256SUMS, has mode 0644 (unzip sets it;
+    0600 before) and the build time as its date (1980-01-01 before)."""
+    from datetime import UTC, datetime
+    a = storage.store_bytes(b"reg_id\n5\n", "anotraces_team001_data01_IDP.csv")
+    dest = io.BytesIO()
+    before = datetime.now(UTC).replace(microsecond=0, second=0)
+    bundles.write_bundle(dest, [bundles.Entry(a.pk, "round1")], extra={"results.json": "{}"})
+    infos = zipfile.ZipFile(dest).infolist()
+    assert len(infos) == 4
+    for info in infos:
+        assert (info.external_attr >> 16) & 0o777 == 0o644, (info.filename, oct(info.external_attr >> 16))
+        dated = datetime(*info.date_time, tzinfo=UTC)
+        assert before <= dated <= datetime.now(UTC), (info.filename, info.date_time)
+        assert info.compress_type == zipfile.ZIP_DEFLATED
+
+
 def test_a_corrupt_stored_file_stops_the_bundle(tmp_path):
     a = storage.store_bytes(b"reg_id\n5\n", "x.csv")
     with connection.cursor() as cursor:  # stored rows are append-only; only the database itself can corrupt one
