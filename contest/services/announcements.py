@@ -10,11 +10,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
 from django.db import transaction
+from django.utils.translation import gettext
 
 from contest import job_kinds
 from contest.models import Announcement, Contest
 from contest.services import audit, jobs
 from contest.services.errors import ServiceError
+from contest.services.job_messages import say
 
 
 class AnnouncementError(ServiceError, ValueError):
@@ -27,9 +29,10 @@ def announce(contest: Contest, *, title: str, body: str, user=None, email: bool 
     """Publish an announcement now (pages show it at once) and queue its e-mail to every member."""
     title, body = (title or "").strip(), (body or "").strip()
     if not title or not body:
-        raise AnnouncementError("an announcement needs a title and a text")
+        raise AnnouncementError(gettext("an announcement needs a title and a text"))
     if len(title) > 200 or len(body) > 5000:
-        raise AnnouncementError("an announcement's title is at most 200 characters and its text at most 5000")
+        raise AnnouncementError(gettext("an announcement's title is at most 200 characters and its text at most "
+                                        "5000"))
     with transaction.atomic():
         item = Announcement.objects.create(contest=contest, title=title, body=body,
                                            created_by=user if getattr(user, "is_authenticated", False) else None)
@@ -59,11 +62,12 @@ def email_announcement_job(job, announcement_id: int) -> str:
     # one message per recipient: members do not see each other's addresses. A backend answers None
     # (not 0) for an empty list: nobody in the contest gave an address.
     sent = send_mass_mail([(subject, item.body, settings.DEFAULT_FROM_EMAIL, [address]) for address in to]) or 0
-    # The pages say "e-mailed to N members": count the team members' addresses only, not the organizers'
-    # copies (a backend that sends fewer than asked is never counted above what it says it sent).
+    # The pages say "e-mailed to N addresses": the mails the backend says it sent, the organizers' copies
+    # included (counting members only read "1 member" where two mails went).
     members = min(sent, len(member_addresses(item.contest) & set(to)))
-    Announcement.objects.filter(pk=item.pk).update(emailed_to=members)
-    return f"e-mailed {sent} of {len(to)} addresses ({members} of team members)"
+    Announcement.objects.filter(pk=item.pk).update(emailed_to=sent)
+    return say("e-mailed %(sent)s of %(total)s addresses (%(members)s of team members)", sent=sent, total=len(to),
+               members=members)
 
 
 def latest(contest: Contest, n: int = 5) -> list[Announcement]:

@@ -109,19 +109,20 @@ def test_public_csvs_are_the_pages_rows_and_respect_the_embargo(generated, djang
     assert {r["kind"] for r in cells} == {"reidentification", "trace_inference"}
 
 
-def test_an_announcement_counts_members_not_the_organizers_copy(generated, django_capture_on_commit_callbacks):
-    """The organizer gets a copy; "e-mailed to N members" counts the team members only."""
+def test_an_announcement_counts_the_mails_sent_the_organizers_copy_too(generated, django_capture_on_commit_callbacks):
+    """The organizer gets a copy; "e-mailed to N addresses" counts every mail sent (it said "1 member" where
+    two mails went)."""
     from contest.services import announcements
     get_user_model().objects.filter(username="judge").update(email="judge@example.org")
     with django_capture_on_commit_callbacks(execute=True):
         item = announcements.announce(generated, title="Hello", body="Only the organizer has an address.",
                                       user=user("judge"))
     item.refresh_from_db()
-    assert [m.to for m in mail.outbox] == [["judge@example.org"]] and item.emailed_to == 0
-    assert "e-mailed to" not in Client().get(f"/c/{generated.slug}/").content.decode()
+    assert [m.to for m in mail.outbox] == [["judge@example.org"]] and item.emailed_to == 1
+    assert "e-mailed to 1 address" in Client().get(f"/c/{generated.slug}/").content.decode()
     get_user_model().objects.filter(username="beta2").update(email="b@example.org")
     with django_capture_on_commit_callbacks(execute=True):
         item = announcements.announce(generated, title="Again", body="Now one member too.", user=user("judge"))
     item.refresh_from_db()
-    assert len(mail.outbox) == 3 and item.emailed_to == 1
-    assert "e-mailed to 1 member" in Client().get(f"/c/{generated.slug}/").content.decode()
+    assert len(mail.outbox) == 3 and item.emailed_to == 2
+    assert "e-mailed to 2 addresses" in Client().get(f"/c/{generated.slug}/").content.decode()
