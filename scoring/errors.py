@@ -81,6 +81,11 @@ MESSAGES: dict[str, str] = {
                              "header '{header}' was expected"),
     "empty_file": gettext_noop("the file is empty: expected the header '{header}' and the rows"),
     "bad_header": gettext_noop("expected header '{header}', found '{found}'"),
+    # the header of the other attack file: the kind chosen on the form is the likely mistake
+    "etraces_header": gettext_noop("expected header '{header}', found '{found}': that is the header of an etraces "
+                                   "file (trace inference); if this is one, send it again with the kind etraces"),
+    "etable_header": gettext_noop("expected header '{header}', found '{found}': that is the header of an etable "
+                                  "file (re-identification); if this is one, send it again with the kind etable"),
     "too_many_rows": gettext_noop("the file has {count} rows after the header, more than the limit of {limit}"),
     "no_rows": gettext_noop("the file has a header but no rows"),
     "row_count_grid": gettext_noop("expected {expected} rows after the header, found {found} "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from contest.models import Dataset, Round
+from contest.models import AuditLog, Dataset, Round
 from contest.services import audit, storage
 from contest.services.uploads import RuleViolation
 from scoring.errors import ValidationError
@@ -51,6 +51,15 @@ def _check_traces(content: bytes, grid: Grid, axis: TimeAxis, method: str, param
         if traces.m < need:
             raise RuleViolation(f"training traces: {traces.m} users, fewer than {why}", status=400)
     return traces
+
+
+def slot_reading(traces, axis: TimeAxis) -> dict:
+    """How the training traces' time ids were read on the contest's day, for the organizer to see: each
+    user's ``time_ids`` (L of them) fall on slot ``(t - 1) % S`` of the contest's ``S`` slots, so L ids are
+    ``L // S`` whole days and ``L % S`` slots more (35 ids on a 20-slot day: 1 day and 15 slots)."""
+    n_ids, per_day = int(len(traces.time_ids)), int(axis.slots_per_day)
+    return {"users": int(traces.m), "time_ids": n_ids, "slots_per_day": per_day, "days": n_ids // per_day,
+            "extra_slots": n_ids % per_day}
 
 
 def _check_model(content: bytes, grid: Grid, method: str):
@@ -81,8 +90,10 @@ def give_training_data(round_: Round, *, user, content: bytes, name: str, kind: 
         raise RuleViolation("the contest's synthesizer is the built-in city (no training): choose ppmtf, sglt "
                             "or coloc to train on your own data", status=400)
     grid = contest.grid()
+    reading = None
     if kind == Round.TRAINING_TRACES:
-        _check_traces(content, grid, round_.time_axis(), method, contest.synthesizer_params or {})
+        traces = _check_traces(content, grid, round_.time_axis(), method, contest.synthesizer_params or {})
+        reading = slot_reading(traces, round_.time_axis())
     else:
         _check_model(content, grid, method)
     with transaction.atomic():
@@ -99,7 +110,7 @@ def give_training_data(round_: Round, *, user, content: bytes, name: str, kind: 
         for k, v in fields.items():
             setattr(round_, k, v)
         audit.record("give_training_data", contest=contest, actor=user, obj=round_, kind=kind, name=name,
-                     sha256=stored.sha256, size=stored.size)
+                     sha256=stored.sha256, size=stored.size, reading=reading)
     return round_
 
 
@@ -122,8 +133,12 @@ def train_round_model(round_: Round, method: str, grid: Grid, axis: TimeAxis, *,
 
 
 def training_summary(round_: Round) -> dict | None:
-    """What trained the round (organizers only): kind, file name, size in bytes, SHA-256; None = the city."""
+    """What trained the round (organizers only): kind, file name, size in bytes, SHA-256 and, for traces,
+    how their time ids were read (:func:`slot_reading`, kept in the audit entry of the file); None = the city."""
     if not round_.training_data_id:
         return None
     f = round_.training_data
-    return dict(kind=round_.training_kind, name=f.name, size=f.size, sha256=f.sha256)
+    given = (AuditLog.objects.filter(action="give_training_data", object_type="Round", object_id=str(round_.pk))
+             .order_by("-id").first())
+    reading = (given.details or {}).get("reading") if given and given.details.get("sha256") == f.sha256 else None
+    return dict(kind=round_.training_kind, name=f.name, size=f.size, sha256=f.sha256, reading=reading)

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import IssueCollector, ValidationError, show_bytes, show_value
 from .archive import read_source_bytes, source_name
 from .checks import out_of_range_code
-from .formats import BOM, MAX_DIGITS, MAX_ROWS, NUMERIC_1COL_OK, NUMERIC_OK
+from .formats import BOM, ETABLE_HEADER, ETRACES_HEADER, MAX_DIGITS, MAX_ROWS, NUMERIC_1COL_OK, NUMERIC_OK
 
 
 class Body:
@@ -63,6 +63,16 @@ def _is_binary(data: bytes) -> bool:
     return False
 
 
+def _header_code(expected: str, found: bytes) -> str:
+    """The issue code of a wrong header: one that names the other attack kind when the file has that kind's
+    header (an etraces file sent as an etable, or the reverse), else ``bad_header``."""
+    if expected == ETABLE_HEADER and found == ETRACES_HEADER.encode():
+        return "etraces_header"
+    if expected == ETRACES_HEADER and found == ETABLE_HEADER.encode():
+        return "etable_header"
+    return "bad_header"
+
+
 def _split_header(data: bytes, header: str) -> Body:
     """Check the header line and return the rows after it.
 
@@ -81,7 +91,7 @@ def _split_header(data: bytes, header: str) -> Body:
         if _is_binary(data):
             # said once, with the first bytes as ASCII escapes: no replacement glyphs, no second escaping
             raise ValidationError.of("not_text", line=1, value=show_bytes(first), header=header)
-        raise ValidationError.of("bad_header", line=1, header=header, found=show_value(first))
+        raise ValidationError.of(_header_code(header, first), line=1, header=header, found=show_value(first))
     if cut < 0:
         return Body(data, len(data), len(data))
     end = len(data) - 1 if data.endswith(b"\n") and len(data) > cut + 1 else len(data)
