@@ -495,12 +495,18 @@
 
   /* ------------------------------------------------------------ countdown */
 
-  function formatIn(date, tz) {
+  /* A time as every page writes one (Contest.local_text in Python, the contest_time filter in templates):
+     "2019-11-20 17:00 JST", in zone tz, named zoneName when the server gave the zone's abbreviation
+     (data-tz-name), else by the browser's short name ("GMT+9"). One format in both languages. */
+  function formatIn(date, tz, zoneName) {
     try {
-      return new Intl.DateTimeFormat(document.documentElement.lang || undefined, {
-        timeZone: tz, year: "numeric", month: "short", day: "numeric",
-        hour: "2-digit", minute: "2-digit", timeZoneName: "short"
-      }).format(date);
+      var parts = {};
+      new Intl.DateTimeFormat("en-US", {
+        timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short"
+      }).formatToParts(date).forEach(function (p) { parts[p.type] = p.value; });
+      return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute +
+        " " + (zoneName || parts.timeZoneName);
     } catch (e) {
       return date.toISOString();
     }
@@ -524,9 +530,10 @@
       var when = new Date(el.getAttribute("data-deadline"));
       var zones = el.querySelector(".countdown-zones");
       if (zones && !isNaN(when)) {
-        var contestTz = el.getAttribute("data-tz");
+        var contestTz = el.getAttribute("data-tz"), zoneName = el.getAttribute("data-tz-name");
         zones.textContent = fmt(t("deadline_zones", "{contest} (contest time) \u00b7 {viewer} (your time)"),
-          { contest: formatIn(when, contestTz), viewer: formatIn(when, viewerTz) });
+          { contest: formatIn(when, contestTz, zoneName),
+            viewer: formatIn(when, viewerTz, viewerTz === contestTz ? zoneName : null) });
       }
     });
     function tick() {

@@ -187,6 +187,11 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert re.fullmatch(r"(\d+d )?\d\d:\d\d:\d\d", countdown.inner_text().strip()), countdown.inner_text()
     zones = alpha.locator("[data-countdown] .countdown-zones").first.inner_text()
     assert "contest time" in zones and "your time" in zones
+    # the one format of a time, as the page's own times: "2026-11-21 06:54 JST" (not "Dec 5, 2026, 06:54 AM GMT+9")
+    page_time = re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d [A-Z]+", alpha.locator("main").inner_text())
+    contest_part = zones.split("(contest time)")[0].strip()
+    assert page_time and re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d [A-Z]{2,5}", contest_part), (zones, page_time)
+    assert contest_part.split()[-1] == page_time.group().split()[-1], (zones, page_time.group())
 
     alpha.goto(f"{base}/c/web/team/uploads/{rejected.pk}/")
     shot(alpha, "team-upload-detail-errors")
