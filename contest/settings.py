@@ -411,10 +411,14 @@ if TRACECUP_BACKUP_SECONDS > 0:
     }
 
 # ----- e-mail (announcements) -----------------------------------------------------
-# EMAIL_URL (smtp://user:password@host:587, ...) configures a real server; without it mail is printed
-# by the console backend (the demo: announcements appear in the worker's log).
+# EMAIL_URL (smtp://user:password@host:587, ...) configures a real server. Without it, TRACECUP_MAIL_DIR
+# (the demo sets var/mail) makes mail a file per message in that folder, readable, which the password-reset
+# page names (contest.mail_folder); without either, mail is printed by the console backend into the log.
+TRACECUP_MAIL_DIR = env.str("TRACECUP_MAIL_DIR", default="")
 if env.str("EMAIL_URL", default=""):
     vars().update(env.email_url("EMAIL_URL"))
+elif TRACECUP_MAIL_DIR:
+    EMAIL_BACKEND = "contest.mail_folder.FolderEmailBackend"
 else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="TraceCup <noreply@localhost>")

@@ -16,7 +16,8 @@ from synth.methods import METHODS
 
 class SignUpForm(UserCreationForm):
     email = forms.EmailField(label=_("E-mail"), required=False,
-                             help_text=_("Optional; used by the organizers to reach your team."))
+                             help_text=_("Optional, but a forgotten password can be reset only by a link "
+                                         "sent to this address; the organizers' announcements go here too."))
 
     class Meta(UserCreationForm.Meta):
         model = get_user_model()

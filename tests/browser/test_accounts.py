@@ -97,3 +97,57 @@ def test_reset_a_forgotten_password_through_the_mail(account_site, browser, shot
     assert 0 <= message.bounding_box()["y"] < page.viewport_size["height"]   # the answer is in view
     shot(page, f"team-page-{width}-{lang}")
     ctx.close()
+
+
+NEWCOMER = {"en": {"optional": "can be reset only by a link sent to this address", "create": "Create account",
+                   "join": "Join a team", "subject": "TraceCup: choose a new password",
+                   "folder": "This site does not send mail"},
+            "ja": {"optional": "再設定用のリンクはこのアドレスにだけ送られます", "create": "アカウントを作成",
+                   "join": "チームに参加", "subject": "TraceCup: 新しいパスワードを選んでください",
+                   "folder": "このサイトはメールを送信しません"}}
+
+
+@pytest.mark.parametrize("width,lang", VIEWS)
+def test_a_newcomer_finds_the_join_link_and_the_demo_mail(account_site, browser, settings, tmp_path, shot,
+                                                          width, lang):
+    """A new member: sign-up says the e-mail is what a password reset needs; signed in and in no team, the
+    home page offers 'Join a team'; a site that writes its mail to a folder (the demo) names that folder on
+    the 'Check your mailbox' page, and the mail there is readable, its subject in the asker's language."""
+    settings.EMAIL_BACKEND = "contest.mail_folder.FolderEmailBackend"
+    settings.TRACECUP_MAIL_DIR = str(tmp_path / "mail")
+    base, _contest = account_site
+    words = NEWCOMER[lang]
+    ctx = _context(browser, base, width, lang)
+    page = ctx.new_page()
+    page.goto(f"{base}/signup/")
+    assert words["optional"] in page.locator("#id_email_helptext").inner_text()
+    name = f"newbie{width}{lang}"
+    page.locator("#id_username").fill(name)
+    page.locator("#id_email").fill(f"{name}@example.org")
+    page.locator("#id_password1").fill("Newcomer-pass-2026")
+    page.locator("#id_password2").fill("Newcomer-pass-2026")
+    page.get_by_role("button", name=words["create"]).click()
+    page.wait_for_url(re.compile(r"/join/$"))
+
+    page.goto(f"{base}/")
+    join = page.locator("#join-a-team").get_by_role("link", name=words["join"], exact=True)
+    assert join.is_visible() and not overflow_problems(page, strict=width > 390)
+    join.click()
+    page.wait_for_url(re.compile(r"/join/$"))
+
+    page.context.clear_cookies()
+    page.context.add_cookies([{"name": "django_language", "value": lang, "url": base}])
+    page.goto(f"{base}/password-reset/")
+    page.locator("#id_email").fill(f"{name}@example.org")
+    page.get_by_role("button", name=TEXT[lang]["send"]).click()
+    page.wait_for_url(re.compile(r"/password-reset/sent/$"))
+    note = page.locator("#mail-folder")
+    assert words["folder"] in note.inner_text() and str(tmp_path / "mail") in note.inner_text()
+    assert not overflow_problems(page, strict=width > 390)
+    shot(page, f"reset-mail-folder-{width}-{lang}")
+    [mail_file] = (tmp_path / "mail").glob("*.txt")
+    text = mail_file.read_text(encoding="utf-8")
+    assert f"Subject: {words['subject']}\n" in text and f"To: {name}@example.org\n" in text
+    page.goto(re.search(r"https?://\S+/password-reset/\S+/", text).group(0))
+    assert page.locator("#id_new_password1").is_visible()              # the link in the file works
+    ctx.close()

@@ -46,6 +46,9 @@ def test_demo_setup_is_idempotent_and_every_page_has_real_data(client):
     # to the console and says the Django admin is for a superuser (the demo organizer is refused there)
     assert text.count("reusing the demo contest") == 1 and "make demo-reset" in text
     assert "superuser only" in text and "log in as the organizer after" not in text
+    # the banner says where the site's mail goes (password resets, announcements): a folder, not a log
+    from django.conf import settings
+    assert f"written to {(Path(settings.VAR_DIR) / 'mail').resolve()}/" in text
     assert client.post("/admin/login/?next=/admin/", {"username": "organizer", "password": "organizer-demo"}
                        ).status_code == 200  # the admin's form again: refused
 

@@ -42,6 +42,11 @@ def demo_logins(path: Path = DEMO_YAML) -> list[tuple[str, str, str]]:
     return out
 
 
+def demo_mail_folder() -> Path:
+    """Where the demo's web server and workers write the mail they send (``TRACECUP_MAIL_DIR``)."""
+    return Path(settings.TRACECUP_MAIL_DIR or Path(settings.VAR_DIR) / "mail").resolve()
+
+
 #: How long web, worker and beat get to stop after SIGTERM before their process groups are killed; the
 #: worker's warm shutdown would otherwise wait for its running jobs (the sweep requeues them later).
 STOP_GRACE_SECONDS = 6.0
@@ -90,13 +95,16 @@ class Command(BaseCommand):
         w(f"  organizer console: {base}/console/  (log in as the organizer below)")
         w(f"  Django admin:   {base}/admin/  (a superuser only: make one with "
           "`.venv/bin/python manage.py createsuperuser` and log in as that user)")
+        if not os.environ.get("EMAIL_URL"):  # with EMAIL_URL the mail is really sent
+            w(f"  mail (password resets, announcements): written to {demo_mail_folder()}/, one file a message")
         w("  logins (username / password):")
         for username, password, role in demo_logins():
             w(f"    {username:10s} / {password:16s} {role}")
         w("")
 
     def _serve(self, port, base):
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        # The site's mail goes to a folder the banner names (contest.mail_folder), unless EMAIL_URL sends it.
+        env = dict(os.environ, PYTHONUNBUFFERED="1", TRACECUP_MAIL_DIR=str(demo_mail_folder()))
         root = settings.BASE_DIR
         py = sys.executable
         cmds = {
