@@ -25,6 +25,7 @@ import io
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from . import scores
 from .algorithms.attacks import home_slots, parse_slots, slot_mask
@@ -231,14 +232,13 @@ def prediction_interval(values, level: float = PREDICTION_LEVEL) -> dict | None:
         {"low", "high", "mean", "sd", "n", "level"}, or None with fewer than 2 draws. sd = 0 (every draw
         equal: the pseudonym order did not move the minimum) gives a point, which carries no level.
     """
-    from scipy.stats import t
     x = np.asarray([v for v in values if v is not None], dtype=np.float64)
     n = len(x)
     if n < 2:
         return None
     # equal minima summed in another order differ by ~1e-16: that is no spread
     mean, sd = float(x.mean()), (float(x.std(ddof=1)) if np.ptp(x) > 1e-12 else 0.0)
-    half = float(t.ppf(0.5 + level / 2, n - 1)) * sd * np.sqrt(1.0 + 1.0 / n)
+    half = float(student_t.ppf(0.5 + level / 2, n - 1)) * sd * np.sqrt(1.0 + 1.0 / n)
     return {"low": max(0.0, mean - half), "high": min(1.0, mean + half), "mean": mean, "sd": sd, "n": n,
             "level": level}
 

@@ -28,13 +28,16 @@ vectorised statistics each), never over user pairs.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import beta
 
-from scoring.grid import Grid
+from scoring.grid import Grid, TimeAxis
 from scoring.traces import Traces
 from synth import coloc
+from synth.city import CityModel
 
 
 def without_user(traces: Traces, friends: np.ndarray | None, i: int) -> tuple[Traces, np.ndarray | None]:
@@ -214,7 +217,6 @@ def released_q(Q: np.ndarray, grid: Grid, trials: int, cells: np.ndarray, *, c: 
 
 def clopper_pearson_upper(k: int, n: int, alpha: float) -> float:
     """One-sided upper 1 - ``alpha`` Clopper-Pearson bound of a proportion with ``k`` events in ``n`` trials."""
-    from scipy.stats import beta
     return 1.0 if k >= n else float(beta.ppf(1.0 - alpha, k + 1, n - k))
 
 
@@ -273,7 +275,6 @@ def empirical_audit(without: Traces, with_hub: Traces, grid: Grid, *, slots_per_
     TPR / FPR <= e^eps there; a release with less noise than declared (or none) exceeds it. The bound
     uses both rates' Clopper-Pearson bounds at 1 - alpha/2 each, alpha = 1 - ``confidence``.
     """
-    import time
     t0 = time.perf_counter()
     kw = dict(slots_per_day=slots_per_day, c=c, min_meetings=min_meetings)
     q0 = coloc.exact_statistics(without, grid, **kw)["Q"]
@@ -305,8 +306,6 @@ def empirical_audit(without: Traces, with_hub: Traces, grid: Grid, *, slots_per_
 def city_training_set(users: int = 200, days: int = 4, seed: int = 1) -> tuple[Grid, Traces]:
     """A real-ish training set: the built-in city's people on the contest's grid and day (20 half-hour
     slots from 8:00), ``users`` x ``days``."""
-    from scoring.grid import TimeAxis
-    from synth.city import CityModel
     grid = Grid()
     axis = TimeAxis(slots_per_day=20, start_minute=480, slot_minutes=30, ref_days=days, org_days=days)
     return grid, CityModel(grid, seed=0).simulate(users, days, time_axis=axis, seed=seed)
