@@ -88,7 +88,7 @@ from contest.services import data, generation
 from contest.services.setup import create_contest
 from scoring.algorithms.registry import get
 spec = {{"version": 1,
-        "contest": {{"slug": "hostile", "name": "Hostile inputs", "organizers": ["judge"],
+        "contest": {{"slug": "hostile", "name": "Hostile inputs", "organizers": ["judge"], "draft": False,
                     "parameters": {{"users_per_set": {self.users}, "synthesizer": "city", "seed": 7,
                                    "anonymized_upload_limit": 500}}}},
         "users": [{{"username": "judge", "password": "judge-pass-1"}}],

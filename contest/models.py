@@ -161,6 +161,9 @@ class Contest(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     organizers = models.ManyToManyField(User, blank=True, related_name="organized_contests")
+    # A new contest is a draft until its organizers open it (contest.services.setup.open_to_public): its
+    # pages and lists show to its organizers only (permissions.can_view_contest).
+    draft = models.BooleanField(default=True, help_text="seen by its organizers only until opened to the public")
     # grid (rules §2)
     grid_nx = models.PositiveIntegerField(default=32)
     grid_ny = models.PositiveIntegerField(default=32)

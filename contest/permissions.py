@@ -517,6 +517,14 @@ def can_remove_member(user, team: Team) -> Decision:
     return deny(gettext_noop("only the contest's organizers remove a member from a team"))
 
 
+def can_view_contest(user, contest: Contest) -> Decision:
+    """A contest open to the public is seen by everyone; a draft by its organizers only (to everyone else it
+    does not exist: 404, and no list names it)."""
+    if not contest.draft or is_organizer(user, contest):
+        return ALLOW
+    return deny(gettext_noop("this contest is a draft: only its organizers see it until they open it"))
+
+
 def can_manage_contest(user, contest: Contest) -> Decision:
     if is_organizer(user, contest):
         return ALLOW

@@ -106,6 +106,8 @@ MIDDLEWARE = [
     # A code owed, or a second factor required and missing: to its page (contest.second_factor).
     "contest.second_factor.SecondFactorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A draft contest's pages: 404 for anyone but its organizers (contest.web.drafts).
+    "contest.web.drafts.DraftContestMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last: turns a locked-out login (too many failures) into its 429 answer.
     "axes.middleware.AxesMiddleware",

@@ -101,7 +101,8 @@ class ContestList(APIView):
     @extend_schema(description="The contests open to the public; an organizer also sees the drafts they organize.",
                    responses=S.ContestSerializer(many=True))
     def get(self, request):
-        return Response(S.ContestSerializer(selectors.contests(), many=True).data)
+        visible = [c for c in selectors.contests() if permissions.can_view_contest(request.user, c)]
+        return Response(S.ContestSerializer(visible, many=True).data)
 
     @extend_schema(request=S.ContestCreateSerializer, responses={201: S.ContestSerializer})
     def post(self, request):
@@ -117,7 +118,10 @@ class ContestDetail(APIView):
     @extend_schema(description="One contest: its description, rounds and phases with their times.",
                    responses=S.ContestSerializer)
     def get(self, request, slug):
-        return Response(S.ContestSerializer(get_object_or_404(selectors.contests(), slug=slug)).data)
+        contest = get_object_or_404(selectors.contests(), slug=slug)
+        if not permissions.can_view_contest(request.user, contest):
+            raise NotFound("no such contest")  # a draft does not exist for those who may not see it
+        return Response(S.ContestSerializer(contest).data)
 
 
 class MyTeam(APIView):

@@ -305,6 +305,11 @@ def number(lo: float, hi: float):
     return check
 
 
+def boolean(value, path, out) -> None:
+    if not isinstance(value, bool):
+        out.add(path, _("expected true or false, got %(value)s") % {"value": show(value)})
+
+
 def choice(*values: str):
     def check(value, path, out):
         if not isinstance(value, str) or value not in values:
@@ -430,6 +435,7 @@ def _contest(value, path, out) -> None:
     c = mapping(value, path, out, {
         "slug": text(MAX_SLUG, pattern=_SLUG, what=gettext_lazy("a slug (letters, digits, - and _)")),
         "name": text(MAX_NAME), "description": text(MAX_DESCRIPTION, least=0),
+        "draft": boolean,
         "parameters": _parameters,
         "organizers": lambda v, p, o: sequence(v, p, o, _ACCOUNT["username"], MAX_USERS),
     }, required=("slug", "name"))

@@ -102,7 +102,10 @@ def create_contest(spec: dict, *, actor=None, now=None) -> Contest:
     tz = time_zone(spec)
     if params.get("freeze_at") is not None:
         params["freeze_at"] = parse_time(params["freeze_at"], tz, now)
-    contest = Contest(slug=c["slug"], name=c["name"], description=c.get("description", ""), **params)
+    # A new contest is a draft, seen by its organizers only, until they open it (open_to_public), unless
+    # its file says draft: false (the demo's, a contest set up ready to be seen).
+    contest = Contest(slug=c["slug"], name=c["name"], description=c.get("description", ""),
+                      draft=c.get("draft", True), **params)
     try:
         contest.full_clean(exclude=["organizers"])
     except ValidationError as exc:  # the schema's checks come first; this is the model's last word
@@ -184,6 +187,16 @@ def add_round(contest, *, name: str, weight: float | None, ref_days: int, org_da
                             org_days=int(org_days), phases=phases, where=f"round {number}")
         audit.record("add_round", contest=contest, actor=actor, obj=rnd, round=number, name=rnd.name)
     return rnd
+
+
+def open_to_public(contest: Contest, *, actor=None) -> bool:
+    """Open a draft contest to the public: from now on its pages, rules and lists show to everyone.
+    Opening is final (teams and visitors may rely on the pages). Returns False if it was open already."""
+    if not Contest.objects.filter(pk=contest.pk, draft=True).update(draft=False):
+        return False
+    contest.draft = False
+    audit.record("open_contest", contest=contest, actor=actor, obj=contest)
+    return True
 
 
 def create_contest_from_yaml(text: str, *, actor=None, now=None) -> Contest:

@@ -227,7 +227,8 @@ class Simulation:
                   "members": [{"username": f"{slug}-t{t:02d}", "email": f"t{t:02d}@{slug}.invalid"}]}
                  for t in range(1, p.teams + 1)]
         return {"version": 1,
-                "contest": {"slug": slug, "name": f"Simulation {p.teams} teams x {p.users} users",
+                # open to the public at once, as the contest it rehearses (its pages are read under load)
+                "contest": {"slug": slug, "name": f"Simulation {p.teams} teams x {p.users} users", "draft": False,
                             "parameters": {"users_per_set": p.users, "synthesizer": p.synthesizer,
                                            "seed": p.seed, "anonymized_upload_limit": 10},
                             "organizers": [f"{slug}-judge"]},

@@ -273,6 +273,17 @@ def approve_team(request, slug, team_id):
 
 @login_required
 @require_POST
+def open_contest(request, slug):
+    """'Open to the public': the draft's pages, rules and results show to everyone from now on."""
+    contest = _organizer_contest(request, slug)
+    if setup.open_to_public(contest, actor=request.user):
+        messages.success(request, _("%(name)s is open to the public: everyone sees its pages now.")
+                         % {"name": contest.name})
+    return _back(slug, "")
+
+
+@login_required
+@require_POST
 def generate(request, slug, round_id):
     _contest, rnd = _organizer_object(request, slug, Round, round_id)
     with transaction.atomic():

@@ -74,6 +74,7 @@ urlpatterns = [
     path("console/<slug:slug>/rounds/<int:round_id>/open-attack/", console.open_attack, name="console_open_attack"),
     path("console/<slug:slug>/announce/", console.announce, name="console_announce"),
     path("console/<slug:slug>/teams/add/", console.add_team, name="console_add_team"),
+    path("console/<slug:slug>/open/", console.open_contest, name="console_open"),
     path("console/<slug:slug>/teams/<int:team_id>/approve/", console.approve_team, name="console_approve_team"),
     path("console/<slug:slug>/results/<str:action>/", console.results_action, name="console_results"),
     path("console/<slug:slug>/jobs/", console.console_jobs, name="console_jobs"),

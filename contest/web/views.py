@@ -82,7 +82,8 @@ def switch_language(request):
 # ---------------------------------------------------------------- home and overview
 def home(request):
     now = timezone.now()
-    contests = [{"contest": c, "state": contest_state(c, now)} for c in Contest.objects.order_by("-created_at")]
+    contests = [{"contest": c, "state": contest_state(c, now)} for c in Contest.objects.order_by("-created_at")
+                if permissions.can_view_contest(request.user, c)]  # a draft: its organizers only
     return page(request, "web/home.html", {"contests": contests}, nav="home")
 
 

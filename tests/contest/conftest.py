@@ -19,7 +19,9 @@ def contest_spec(slug="tc", *, synthesizer="city", users=SMALL_USERS, anon=(-1, 
     params.update(extra or {})
     return {
         "version": 1,
-        "contest": {"slug": slug, "name": f"Contest {slug}", "parameters": params, "organizers": ["judge"]},
+        # open to the public at once: the tests visit its pages as teams and visitors (new contests are drafts)
+        "contest": {"slug": slug, "name": f"Contest {slug}", "draft": False, "parameters": params,
+                    "organizers": ["judge"]},
         "users": [{"username": "judge", "password": "judge-pass"}],
         "rounds": [{"number": 1, "name": "Final", "weight": 1.0, "ref_days": 2, "org_days": 2,
                     "phases": {"anonymization": {"opens": f"now{anon[0]:+d}h", "closes": f"now{anon[1]:+d}h"},
