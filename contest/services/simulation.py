@@ -42,7 +42,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Membership, Phase, PublicSet, Round
-from contest.services import data, generation, jobs, judge, results, schedule, uploads
+from contest.services import data, generation, jobs, judge, results, results_snapshot, schedule, uploads
 from contest.services.errors import ServiceError
 from contest.services.setup import create_contest
 from contest.workers import process_tree, resident_mb
@@ -152,7 +152,7 @@ class Report:
         """What the command prints at the end: the stage table, the paper's findings on the published
         results, the contest's address and ``whole round: <s> s``."""
         snap = results.published_snapshot(self.contest)
-        return ["", self.table(), *findings(snap.data).lines(), f"contest: /c/{self.contest.slug}/",
+        return ["", self.table(), *findings(results_snapshot.read(snap.data)).lines(), f"contest: /c/{self.contest.slug}/",
                 f"whole round: {self.whole_round_seconds():.1f} s"]
 
     def table(self) -> str:
@@ -431,10 +431,10 @@ class Simulation:
             results.request_results(contest, user=self.organizer, publish=True, through_round=rnd.number)
             self._wait(st, contest, before, "results (published)")
             snap = results.published_snapshot(contest)
-            standing = snap.data["standing"]
+            standing = results_snapshot.read(snap.data).standing
             st.count = snap.awards.count()
-            st.note = (f"published through round {standing['through_round']}, "
-                       f"{'final' if standing['final'] else 'provisional'}, {st.count} awards")
+            st.note = (f"published through round {standing.through_round}, "
+                       f"{'final' if standing.final else 'provisional'}, {st.count} awards")
 
     def _probe_upload(self, rnd: Round, members: dict) -> AnonymizedSet | None:
         """While the judge closes ``rnd``, team 1 uploads to the next round still open to uploads (as a
@@ -551,16 +551,14 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def findings(snapshot_data: dict, round_number: int | None = None) -> Findings:
-    """:class:`Findings` of round ``round_number`` (default: the last round in the snapshot)."""
-    rounds = [r["number"] for r in snapshot_data["standing"]["rounds"] if r["included"]]
-    number = round_number or max(rounds)
-    samples = {row["label"]: (row["s_i_min"], row["s_t_min"])
-               for row in (snapshot_data.get("sample_anonymizers") or {}).get(str(number), [])}
-    stored = snapshot_data["correlation"].get(str(number)) or {"r": None, "n_sets": 0}  # results.set_correlations
-    rho = float("nan") if stored["r"] is None else stored["r"]
-    fairness = (snapshot_data.get("analyses") or {}).get("rounds", {}).get(str(number), {}).get("fairness", [])
-    sd = {row["challenge"]: (row["sd_s_i_min"], row["sd_s_t_min"]) for row in fairness
-          if row["algorithm"] == "A1-none"}
+def findings(snapshot: results_snapshot.SnapshotData, round_number: int | None = None) -> Findings:
+    """:class:`Findings` of round ``round_number`` (default: the last round counted in ``snapshot``)."""
+    number = round_number or max(r.number for r in snapshot.standing.rounds if r.included)
+    samples = {row.label: (row.s_i_min, row.s_t_min) for row in snapshot.samples_of(number)}
+    stored = snapshot.correlation.get(number)  # results.set_correlations
+    rho = float("nan") if stored is None or stored.r is None else stored.r
+    analysed = snapshot.analyses_of(number)
+    sd = {row.challenge: (row.sd_s_i_min, row.sd_s_t_min) for row in (analysed.fairness if analysed else ())
+          if row.algorithm == "A1-none"}
     return Findings(round=number, cheat=samples.get("Cheat(1)"), none=samples.get("No obfuscation"),
-                    correlation=rho, n_sets=stored["n_sets"], fairness_sd=sd)
+                    correlation=rho, n_sets=stored.n_sets if stored else 0, fairness_sd=sd)

@@ -6,10 +6,13 @@ embargo as the other results pages (organizers see the latest as a preview).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from contest.models import IDP, TRP
+from contest.services.analyses import N_PROJECTIONS
 
 from .common import CHALLENGE_SHORT, challenge_name, page
 from .views import _round_choice, _round_links, results_page
@@ -25,30 +28,30 @@ def _mean(values):
 @results_page("analyses", gettext_noop("Utility analyses"))
 def utility_analyses(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
-    stored = rv.data.get("analyses") or {}
-    rnd = (stored.get("rounds") or {}).get(str(choice)) or {}
+    stored = rv.snapshot.analyses  # None: computed before the analyses were kept
+    rnd = rv.snapshot.analyses_of(choice)
     tables = []
     for ch in (IDP, TRP):
-        rows = [r for r in rnd.get("utility", []) if r["challenge"] == ch]
-        set_rows = [{"label": rv.set_label({"set": {"team": r["team"], "challenge": ch}}), "s_u": r["s_u"],
-                     **{k: r.get(k) for k in FIGURES}} for r in rows]
+        rows = [r for r in (rnd.utility if rnd else ()) if r.challenge == ch]
+        set_rows = [{"label": rv.set_label(r), "s_u": r.s_u, **{k: getattr(r, k) for k in FIGURES}} for r in rows]
         baselines = []
         if rows:
             for key, label in (("reference", _("Baseline: reference traces as the anonymized traces")),
                                ("uniform", _("Baseline: uniformly random regions"))):
                 baselines.append({"label": label, "key": key,
-                                  **{k: _mean(r[key].get(k) for r in rows) for k in FIGURES}})
+                                  **{k: _mean(getattr(getattr(r, key), k) for r in rows) for k in FIGURES}})
         tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
                        "rows": set_rows, "baselines": baselines, "n": len(rows)})
     fairness = []
     for ch in (IDP, TRP):
         # labels are the paper's notation ("PL(1,1)") or words the catalog holds ("No obfuscation")
-        frows = [dict(f, label=_(f["label"]) if f.get("label") else f.get("label"))
-                 for f in rnd.get("fairness", []) if f["challenge"] == ch]
+        frows = [replace(f, label=_(f.label) if f.label else f.label)
+                 for f in (rnd.fairness if rnd else ()) if f.challenge == ch]
         if frows:
             fairness.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch), "rows": frows})
     ctx = {"rv": rv, "preview": preview, "choice": choice, "tables": tables, "fairness": fairness,
-           "computed": bool(stored.get("rounds")), "error": stored.get("error"),
-           "poi_source": stored.get("poi_source"), "n_projections": stored.get("n_projections", 50),
+           "computed": bool(stored and stored.rounds), "error": stored.error if stored else None,
+           "poi_source": stored.poi_source if stored else None,
+           "n_projections": (stored.n_projections if stored else None) or N_PROJECTIONS,
            "round_links": _round_links(rv)}
     return page(request, "web/analyses.html", ctx, contest=contest, sub="analyses")

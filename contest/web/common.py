@@ -27,6 +27,7 @@ from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, Team
 from contest.services import bundles, storage
 from contest.services.errors import ServiceError
+from contest.services.results_snapshot import Place, RoundState, SetEntry, SnapshotData
 from contest.upload_rule import contest_upload_limit, limit_text
 from scoring.errors import MESSAGES
 from scoring.errors import render as render_issue
@@ -254,31 +255,30 @@ def team_names(contest: Contest) -> dict[int, str]:
 
 
 class ResultsView:
-    """Read helpers over a snapshot's data (``scoring.results.Results.to_dict()``)."""
+    """Read helpers over a results snapshot as its schema reads it
+    (``contest.services.results_snapshot.SnapshotData``: ``snapshot``), with the contest's team names."""
 
-    def __init__(self, contest: Contest, data: dict):
+    def __init__(self, contest: Contest, snapshot: SnapshotData):
         self.contest = contest
-        self.data = data or {}
+        self.snapshot = snapshot
         self.names = team_names(contest)
-        self.benchmark = self.data.get("benchmark_team")
-        self.rounds = [(int(r["round"]), float(r["weight"])) for r in self.data.get("round_weights", [])]
+        self.benchmark = snapshot.benchmark_team
+        self.rounds = [(r.round, r.weight) for r in snapshot.round_weights]
         round_names = {r.number: r.name for r in contest.rounds.all()}
         self.round_names = {n: round_names.get(n, _("Round %(n)s") % {"n": n}) for n, _w in self.rounds}
-        # Which rounds the snapshot counts and whether it is final (``results.standing``; every snapshot
-        # has one, contest.services.results.SNAPSHOT_VERSION).
-        self.standing = self.data.get("standing") or {}
-        rounds = self.standing.get("rounds", [])
-        self.counted_names = [r["name"] for r in rounds if r["included"]]
-        self.unplayed_names = [r["name"] for r in rounds if not r["included"]]
-        self.provisional = bool(self.standing) and not self.standing.get("final")
+        # Which rounds the snapshot counts and whether it is final (``results.standing``).
+        self.standing = snapshot.standing
+        self.counted_names = [r.name for r in self.standing.rounds if r.included]
+        self.unplayed_names = [r.name for r in self.standing.rounds if not r.included]
+        self.provisional = not self.standing.final
 
-    def round_states(self) -> list[dict]:
-        """Every round of the contest (number, name, weight, included) in the snapshot's standing."""
-        return self.standing.get("rounds", [])
+    def round_states(self) -> tuple[RoundState, ...]:
+        """Every round of the contest (number, name, weight, played, included) in the snapshot's standing."""
+        return self.standing.rounds
 
     def counts_round(self, number) -> bool:
         """Whether round ``number`` is played and counted in this snapshot."""
-        return any(r["number"] == number and r["included"] for r in self.round_states())
+        return self.snapshot.counts_round(number)
 
     def team_label(self, team) -> str:
         if isinstance(team, str):
@@ -288,17 +288,16 @@ class ResultsView:
         name = self.names.get(team)
         return f"{team:03d} {name}" if name else f"{team:03d}"
 
-    def set_label(self, s: dict) -> str:
-        ref = s["set"]
-        return f"{self.team_label(ref['team'])} · {CHALLENGE_SHORT.get(ref['challenge'], ref['challenge'])}"
+    def set_label(self, ref) -> str:
+        """A set's label, e.g. "007 Name · IDP": ``ref`` has a ``team`` and a ``challenge`` (a SetRef, an analysis row)."""
+        return f"{self.team_label(ref.team)} · {CHALLENGE_SHORT.get(ref.challenge, ref.challenge)}"
 
-    def sets(self, round_no: int | None = None) -> list[dict]:
-        out = [s for s in self.data.get("sets", []) if round_no is None or s["set"]["round"] == round_no]
-        return sorted(out, key=lambda s: (s["set"]["round"], s["set"]["team"], s["set"]["challenge"]))
+    def sets(self, round_no: int | None = None) -> list[SetEntry]:
+        return self.snapshot.sets_of(round_no)
 
-    def leaderboard(self, name: str) -> list[dict]:
+    def leaderboard(self, name: str) -> tuple[Place, ...]:
         """A leaderboard of the snapshot (``scoring.results.Results.leaderboards``), best first."""
-        return self.data.get("leaderboards", {}).get(name, [])
+        return self.snapshot.leaderboard(name)
 
 
 # ---------------------------------------------------------------- colours

@@ -30,7 +30,8 @@ from contest import permissions
 from contest.models import IDP, TRP, Contest
 from contest.selectors import visible_snapshot
 from contest.services import accounts as accounts_service
-from contest.services import announcements, results, teams
+from contest.services import announcements, results, results_snapshot, teams
+from contest.services.results_snapshot import SetEntry
 from scoring.results import (
     DECIDED_BY_SCORE,
     DECIDED_BY_SOLE,
@@ -129,7 +130,7 @@ def _results(request, contest):
     snap, preview = visible_snapshot(request.user, contest)
     if snap is None:
         return None, preview
-    return ResultsView(contest, snap.data), preview
+    return ResultsView(contest, results_snapshot.read(snap.data)), preview
 
 
 def _round_choice(request, rv: ResultsView, *, total: bool = True):
@@ -138,7 +139,7 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
     so a round that has not been played yet does not hide the published ones. Pages showing one
     round only (``total=False``) get that default for ``total`` too, and None without rounds."""
     value = request.GET.get("round", "")
-    numbers = [r["number"] for r in rv.round_states()]
+    numbers = [r.number for r in rv.round_states()]
     if value == "total" and total:
         return "total"
     try:
@@ -149,7 +150,7 @@ def _round_choice(request, rv: ResultsView, *, total: bool = True):
         pass
     if not numbers:
         return "total" if total else None
-    if total and len(numbers) > 1 and rv.standing and rv.standing.get("final"):
+    if total and len(numbers) > 1 and rv.standing.final:
         return "total"
     played = [n for n in numbers if rv.counts_round(n) and rv.sets(n)]
     return (played or numbers)[-1]
@@ -184,12 +185,12 @@ def _board_uncertainty(rv: ResultsView, name: str) -> dict:
     p-value of "the two teams are equal in the population" (``swap_next`` of the place above and of this
     place); a place is flagged when either is at least ``tie_probability``. The "≈" mark shows the larger
     and its title both. Empty for older snapshots."""
-    rows = ((rv.data.get("uncertainty") or {}).get("leaderboards") or {}).get(name) or []
+    rows = rv.snapshot.board_uncertainty(name)
     out = {}
     for i, r in enumerate(rows):
-        above = rows[i - 1]["tied_next"] if i > 0 else False
-        out[r["team"]] = {"ci": r["interval"], "stat_tied": bool(r["tied_next"] or above),
-                          **_swap_mark(rows[i - 1].get("swap_next") if i > 0 else None, r.get("swap_next"))}
+        above = rows[i - 1].tied_next if i > 0 else False
+        out[r.team] = {"ci": r.interval, "stat_tied": bool(r.tied_next or above),
+                       **_swap_mark(rows[i - 1].swap_next if i > 0 else None, r.swap_next)}
     return out
 
 
@@ -208,33 +209,34 @@ def _percent(p: float | None) -> int | None:
     return None if p is None else round(100 * p)
 
 
-def _set_interval(rv: ResultsView, s: dict, field: str):
-    """(lo, hi) bootstrap interval of ``field`` of the snapshot set ``s``, or None."""
-    return (((rv.data.get("uncertainty") or {}).get("sets") or {}).get(s["set"]["key"]) or {}).get(field)
+def _set_interval(rv: ResultsView, s: SetEntry, field: str):
+    """(lo, hi) interval of ``field`` (s_u, s_i_min or s_t_min) of the snapshot set ``s``, or None."""
+    intervals = rv.snapshot.set_intervals(s.set.key)
+    return None if intervals is None else getattr(intervals, field)
 
 
 def _board_rows(request, contest, rv: ResultsView, choice) -> list[dict]:
     """The leaderboard's rows for ``choice`` (a round number or "total"), in the snapshot's order; the page
     and its CSV show the same rows."""
     if choice == "total":
-        source = {r["team"]: r for r in rv.data.get("team_totals", [])}
+        source = {r.team: r for r in rv.snapshot.team_totals}
         round_no = None
     else:
-        source = {r["team"]: r for r in rv.data.get("team_rounds", []) if r["round"] == choice}
+        source = {r.team: r for r in rv.snapshot.team_rounds if r.round == choice}
         round_no = choice
-    sets = {(s["set"]["team"], s["set"]["challenge"]): s for s in rv.sets(round_no)} if round_no else {}
+    sets = {(s.set.team, s.set.challenge): s for s in rv.sets(round_no)} if round_no else {}
     rows = []
     board_name = LEADERBOARD_TOTAL if round_no is None else leaderboard_name(round_no)
     unc = _board_uncertainty(rv, board_name)
     for st in rv.leaderboard(board_name):
-        t = st["team"]
+        t = st.team
         r = source[t]
         rows.append({**unc.get(t, {}),
-            "team": t, "rank": st["position"], "tied": st["tied"], "label": rv.team_label(t),
+            "team": t, "rank": st.position, "tied": st.tied, "label": rv.team_label(t),
             "name": rv.names.get(t, ""),
-            "s_i_min": r["s_i_min"], "s_t_min": r["s_t_min"], "overall": r["overall"],
-            "attack_sum_i": r.get("attack_sum_i"), "attack_sum_t": r.get("attack_sum_t"),
-            "final_at": st["final_submission_at"], "final_local": _local(st["final_submission_at"], contest),
+            "s_i_min": r.s_i_min, "s_t_min": r.s_t_min, "overall": r.overall,
+            "attack_sum_i": r.attack_sum_i, "attack_sum_t": r.attack_sum_t,
+            "final_at": st.final_submission_at, "final_local": _local(st.final_submission_at, contest),
             "idp": sets.get((t, IDP)), "trp": sets.get((t, TRP)),
             "is_own": _is_own(request, contest, t),
         })
@@ -245,25 +247,25 @@ def _challenge_tables(request, contest, rv: ResultsView, round_no: int) -> list[
     """The round's two challenge tables (IDP, TRP) in the snapshot's order, the benchmark's sets last."""
     tables = []
     for ch in (IDP, TRP):
-        by_team = {s["set"]["team"]: s for s in rv.sets(round_no) if s["set"]["challenge"] == ch}
-        ranked = [(st["position"], st["tied"], by_team[st["team"]])
-                  for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st["team"] in by_team]
+        by_team = {s.set.team: s for s in rv.sets(round_no) if s.set.challenge == ch}
+        ranked = [(st.position, st.tied, by_team[st.team])
+                  for st in rv.leaderboard(leaderboard_name(round_no, ch)) if st.team in by_team]
         unc = _board_uncertainty(rv, leaderboard_name(round_no, ch))
-        bench = [(None, False, s) for s in by_team.values() if s.get("benchmark")]
+        bench = [(None, False, s) for s in by_team.values() if s.benchmark]
         srows = []
         for position, tied, s in ranked + bench:
-            t = s["set"]["team"]
+            t = s.set.team
             srows.append({"team": t, "rank": position, "tied": tied, "label": rv.team_label(t),
                           "name": rv.names.get(t, ""),
-                          **({} if s.get("benchmark") else unc.get(t, {})),
-                          "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.get("benchmark"),
+                          **({} if s.benchmark else unc.get(t, {})),
+                          "stat_tied": unc.get(t, {}).get("stat_tied", False) and not s.benchmark,
                           "ci_i": _set_interval(rv, s, "s_i_min"), "ci_t": _set_interval(rv, s, "s_t_min"),
-                          "benchmark": s.get("benchmark"), "s_u": s["s_u"],
-                          "valid": s["valid"], "s_i_min": s["s_i_min"], "s_t_min": s["s_t_min"],
-                          "n_i": s.get("n_attacks_i"), "n_t": s.get("n_attacks_t"),
-                          "by_i": ", ".join(str(rv.team_label(a)) for a in s.get("s_i_min_by") or []),
-                          "by_t": ", ".join(str(rv.team_label(a)) for a in s.get("s_t_min_by") or []),
-                          "final_at": s.get("submitted_at"), "final_local": _local(s.get("submitted_at"), contest),
+                          "benchmark": s.benchmark, "s_u": s.s_u,
+                          "valid": s.valid, "s_i_min": s.s_i_min, "s_t_min": s.s_t_min,
+                          "n_i": s.n_attacks_i, "n_t": s.n_attacks_t,
+                          "by_i": ", ".join(str(rv.team_label(a)) for a in s.s_i_min_by),
+                          "by_t": ", ".join(str(rv.team_label(a)) for a in s.s_t_min_by),
+                          "final_at": s.submitted_at, "final_local": _local(s.submitted_at, contest),
                           "is_own": _is_own(request, contest, t)})
         tables.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch),
                        "key": "s_i_min" if ch == IDP else "s_t_min", "rows": srows})
@@ -279,13 +281,18 @@ def leaderboard(request, contest, rv, preview):
     ctx = {"rv": rv, "preview": preview, "choice": choice,
            "rows": [] if not_played else _board_rows(request, contest, rv, choice),
            "challenge_tables": [] if not_played or choice == "total" else _challenge_tables(request, contest, rv, choice),
-           "uncertainty": rv.data.get("uncertainty") if "sets" in (rv.data.get("uncertainty") or {}) else None,
+           "uncertainty": _computed(rv.snapshot.uncertainty),
            "round_links": _round_links(rv, include_total=True), "tie_break": _tie_break_text(contest),
            "not_played": not_played,
-           "round_weight": next((r["weight"] for r in rv.round_states() if r["number"] == choice), None),
+           "round_weight": next((r.weight for r in rv.round_states() if r.number == choice), None),
            "weighting": weighting_text(rv),
            "tz": contest.tz}
     return page(request, "web/leaderboard.html", ctx, contest=contest, sub="leaderboard")
+
+
+def _computed(uncertainty: results_snapshot.Uncertainty | None) -> results_snapshot.Uncertainty | None:
+    """The snapshot's intervals if they were computed (None: not in this snapshot, or they failed)."""
+    return uncertainty if uncertainty is not None and uncertainty.error is None else None
 
 
 def _local(iso: str | None, contest) -> str | None:
@@ -312,7 +319,7 @@ def _tie_break_text(contest) -> str:
 
 def _round_links(rv: ResultsView, include_total=False):
     """The round tabs: every round of the contest (one not played yet says so), then the weighted total."""
-    links = [{"value": str(r["number"]), "label": r["name"], "weight": r["weight"], "not_played": not r["included"]}
+    links = [{"value": str(r.number), "label": r.name, "weight": r.weight, "not_played": not r.included}
              for r in rv.round_states()]
     if include_total:
         label = _("Weighted total over the rounds played so far") if rv.provisional else _("Weighted total")
@@ -340,15 +347,15 @@ def _matrix_cells(rv: ResultsView, choice, kind: AttackKind) -> tuple[list, dict
     """(attackers, cells) of round ``choice``'s matrix of ``kind``: the attackers in the page's row order
     (teams by number, then the judge's sample attacks by name) and (attacker, target set key) -> the
     snapshot's cell (``best`` score, ``attempts``)."""
-    cells = {(c["attacker"], c["set"]["key"]): c for c in rv.data.get("matrix", [])
-             if c["kind"] == kind and c["set"]["round"] == choice}
+    cells = {(c.attacker, c.set.key): c for c in rv.snapshot.matrix if c.kind == kind and c.set.round == choice}
     attackers = sorted({a for a, _k in cells},
                        key=lambda a: (isinstance(a, str), a if isinstance(a, int) else 0, str(a)))
     return attackers, cells
 
 
 def _minimum_key(kind: AttackKind) -> str:
-    """The snapshot set's field holding its minimum over the attacks of ``kind``."""
+    """The snapshot set's field (:class:`~contest.services.results_snapshot.SetEntry`) holding its minimum
+    over the attacks of ``kind``."""
     return "s_i_min" if kind is AttackKind.REIDENTIFICATION else "s_t_min"
 
 
@@ -356,7 +363,7 @@ def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
     """The attack matrix of round ``choice`` for each attack kind: attacker rows (their cells' HTML,
     :func:`heat_cells`), one column per valid target set of ``targets``, the targets' minima last, and its
     heatmap's data."""
-    target_keys = [s["set"]["key"] for s in targets]
+    target_keys = [s.set.key for s in targets]
     attempts_title = functools.cache(lambda n: ngettext("%(n)s attempt", "%(n)s attempts", n) % {"n": n})
     built = []
     for kind in AttackKind:
@@ -365,16 +372,16 @@ def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
         rows = []
         values = []
         for a in attackers:
-            row_vals = [None if cells.get((a, key)) is None else cells[(a, key)]["best"] for key in target_keys]
-            row_attempts = [cells[(a, key)]["attempts"] if (a, key) in cells else 0 for key in target_keys]
+            row_vals = [None if cells.get((a, key)) is None else cells[(a, key)].best for key in target_keys]
+            row_attempts = [cells[(a, key)].attempts if (a, key) in cells else 0 for key in target_keys]
             rows.append({"label": rv.team_label(a), "judge": isinstance(a, str),
                          "cells": heat_cells(row_vals, row_attempts, attempts_title)})
             values.append(row_vals)
-        minima = [s[_minimum_key(kind)] for s in targets]
+        minima = [getattr(s, _minimum_key(kind)) for s in targets]
         built.append({
             "kind": kind, "metric": metric, "rows": rows,
             "minima": [{"value": v, "style": heat_style(v)} for v in minima],
-            "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s) for s in targets],
+            "chart": {"rows": [r["label"] for r in rows], "cols": [rv.set_label(s.set) for s in targets],
                       "values": values,
                       "min": 0, "max": 1, "rowTitle": _("attacker"), "colTitle": _("target set"),
                       # the caption promises each target's minimum over all attacks: drawn as the last row
@@ -389,8 +396,8 @@ def _matrices(rv: ResultsView, choice, targets: list[dict]) -> list[dict]:
 @results_page("matrix", gettext_noop("Attack matrix"))
 def attack_matrix(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
-    targets = [s for s in rv.sets(choice) if s["valid"]]
-    ctx = {"rv": rv, "preview": preview, "choice": choice, "targets": [{"label": rv.set_label(s)} for s in targets],
+    targets = [s for s in rv.sets(choice) if s.valid]
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "targets": [{"label": rv.set_label(s.set)} for s in targets],
            "matrices": _matrices(rv, choice, targets), "round_links": _round_links(rv),
            "not_played": choice is not None and not rv.counts_round(choice)}
     return page(request, "web/matrix.html", ctx, contest=contest, sub="matrix")
@@ -406,10 +413,10 @@ def board_csv_columns(choice) -> list[tuple[str, object]]:
         return lambda r: r["ci"][i] if r.get("ci") else None
 
     def s_u(key):
-        return lambda r: r[key]["s_u"] if r.get(key) else None
+        return lambda r: r[key].s_u if r.get(key) else None
 
     def valid(key):
-        return lambda r: int(bool(r[key]["valid"])) if r.get(key) else None
+        return lambda r: int(bool(r[key].valid)) if r.get(key) else None
 
     columns = [*_rank_columns(), ("team", lambda r: r["team"]), ("team_name", lambda r: r["name"]),
                ("overall", lambda r: r["overall"]), ("overall_ci_low", ci(0)), ("overall_ci_high", ci(1))]
@@ -497,18 +504,18 @@ def attack_matrix_csv(request, slug):
     if rv is None:
         raise Http404("results are not published yet")
     choice = _round_choice(request, rv, total=False)
-    targets = [s for s in rv.sets(choice) if s["valid"]]
+    targets = [s for s in rv.sets(choice) if s.valid]
     rows = []
     for kind in AttackKind:
         attackers, cells = _matrix_cells(rv, choice, kind)
-        grid = [(a, rv.team_label(a), s, cells.get((a, s["set"]["key"]))) for a in attackers for s in targets]
-        rows += [(kind.value, a, label, s, c["best"], c["attempts"]) for a, label, s, c in grid if c is not None]
-        rows += [(kind.value, None, _("Minimum"), s, s[_minimum_key(kind)], None) for s in targets]
+        grid = [(a, rv.team_label(a), s, cells.get((a, s.set.key))) for a in attackers for s in targets]
+        rows += [(kind.value, a, label, s, c.best, c.attempts) for a, label, s, c in grid if c is not None]
+        rows += [(kind.value, None, _("Minimum"), s, getattr(s, _minimum_key(kind)), None) for s in targets]
     return csv_download(f"{contest.slug}_attack_matrix_round{choice}.csv",
                         ["round", "kind", "attacker", "attacker_label", "target_team", "target_challenge",
                          "target_label", "best", "attempts"],
-                        ([choice, kind, a, label, s["set"]["team"],
-                          CHALLENGE_SHORT.get(s["set"]["challenge"], s["set"]["challenge"]), rv.set_label(s),
+                        ([choice, kind, a, label, s.set.team,
+                          CHALLENGE_SHORT.get(s.set.challenge, s.set.challenge), rv.set_label(s.set),
                           best, attempts] for kind, a, label, s, best, attempts in rows))
 
 
@@ -529,25 +536,24 @@ def awards(request, contest, rv, preview):
                TIE_EARLIER_FINAL_SUBMISSION: _("tie broken by the earlier final submission"),
                TIE_TEAM_ID: _("tie broken by the lower team number")}
     items = []
-    stability = (rv.data.get("uncertainty") or {}).get("awards") or {}
-    for a in rv.data.get("awards", []):
-        title, rule = award_title(a["award"])
-        if a["award"] == "overall":
-            title = _("Overall, place %(n)s") % {"n": a.get("place", 1)}
-        items.append({"title": title, "rule": rule, "team": rv.team_label(a["team"]), "value": a["value"],
-                      "decided": decided.get(a.get("decided_by"), a.get("decided_by")),
-                      "tied_with": [rv.team_label(t) for t in a.get("tied_with") or []],
-                      "excluded": [rv.team_label(t) for t in a.get("excluded") or []],
-                      "stability": _percent(stability.get(f"{a['award']}-{a.get('place', 1)}")),
-                      "is_own": _is_own(request, contest, a["team"])})
+    for a in rv.snapshot.awards:
+        title, rule = award_title(a.award)
+        if a.award == "overall":
+            title = _("Overall, place %(n)s") % {"n": a.place}
+        items.append({"title": title, "rule": rule, "team": rv.team_label(a.team), "value": a.value,
+                      "decided": decided.get(a.decided_by, a.decided_by),
+                      "tied_with": [rv.team_label(t) for t in a.tied_with],
+                      "excluded": [rv.team_label(t) for t in a.excluded],
+                      "stability": _percent(rv.snapshot.award_stability(a.award, a.place)),
+                      "is_own": _is_own(request, contest, a.team)})
     standings = []
-    for name, rows in (rv.data.get("standings") or {}).items():
+    for name, rows in rv.snapshot.standings.items():
         title, rule = award_title(name)
         standings.append({"title": title, "rule": rule, "rows": [
-            {"position": r["position"], "team": rv.team_label(r["team"]), "value": r["value"],
-             "final_local": _local(r.get("final_submission_at"), contest)} for r in rows]})
+            {"position": r.position, "team": rv.team_label(r.team), "value": r.value,
+             "final_local": _local(r.final_submission_at, contest)} for r in rows]})
     ctx = {"rv": rv, "preview": preview, "items": items, "standings": standings,
-           "variant": rv.data.get("variant"), "tie_break": _tie_break_text(contest),
+           "variant": rv.snapshot.variant, "tie_break": _tie_break_text(contest),
            "weighting": weighting_text(rv)}
     return page(request, "web/awards.html", ctx, contest=contest, sub="awards")
 
@@ -555,7 +561,7 @@ def awards(request, contest, rv, preview):
 def weighting_text(rv: ResultsView) -> str:
     """How an award's value combines the counted rounds, e.g. "Preliminary × 0.1 + Final × 0.9": the
     awards page shows weighted values, a round tab of the leaderboard the round's own."""
-    return " + ".join(f"{r['name']} × {r['weight']:g}" for r in rv.round_states() if r["included"])
+    return " + ".join(f"{r.name} × {r.weight:g}" for r in rv.round_states() if r.included)
 
 
 @results_page("plots", gettext_noop("Plots"))
@@ -563,28 +569,27 @@ def plots(request, contest, rv, preview):
     choice = _round_choice(request, rv, total=False)
     points, table = [], []
     for s in rv.sets(choice):
-        if not s["valid"]:
+        if not s.valid:
             continue
-        group = (_("benchmark (pseudonymized only)") if s.get("benchmark")
-                 else _("%(ch)s sets") % {"ch": CHALLENGE_SHORT[s["set"]["challenge"]]})
-        p = {"x": s["s_i_min"], "y": s["s_t_min"], "label": rv.set_label(s), "group": group}
+        group = (_("benchmark (pseudonymized only)") if s.benchmark
+                 else _("%(ch)s sets") % {"ch": CHALLENGE_SHORT[s.set.challenge]})
+        p = {"x": s.s_i_min, "y": s.s_t_min, "label": rv.set_label(s.set), "group": group}
         points.append(p)
         table.append(p)
     # R as the results job computed it (results.set_correlations); None: fewer than two sets, or constant
-    stored = (rv.data.get("correlation") or {}).get(str(choice)) or {"r": None, "n_sets": 0}
-    r = stored["r"]
+    stored = rv.snapshot.correlation.get(choice) or results_snapshot.Correlation(r=None, n_sets=0)
+    r = stored.r
     fig9 = {"points": points, "r": r, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Scatter of s_I,min against s_T,min of the valid sets")}
     # Paper Fig. 8: the sample anonymizers as the results job evaluated them (a snapshot computed
     # before the job stored them per round has none: the figure is then empty).
-    samples = (rv.data.get("sample_anonymizers") or {}).get(str(choice)) or []
     # labels are the paper's notation ("PL(4,1)") or words the catalog holds ("No obfuscation")
-    fig8_points = [{"x": s["s_i_min"], "y": s["s_t_min"], "label": _label(s.get("label") or s.get("algorithm", "")),
-                    "group": s.get("algorithm", ""), "s_u": s.get("s_u"), "valid": s.get("valid")}
-                   for s in samples]
+    fig8_points = [{"x": s.s_i_min, "y": s.s_t_min, "label": _label(s.label or s.algorithm),
+                    "group": s.algorithm, "s_u": s.s_u, "valid": s.valid}
+                   for s in rv.snapshot.samples_of(choice)]
     fig8 = {"points": fig8_points, "showR": False, "xlabel": "s_I,min", "ylabel": "s_T,min",
             "label": _("Privacy scores of the sample anonymizers")}
-    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": stored["n_sets"],
+    ctx = {"rv": rv, "preview": preview, "choice": choice, "fig9": fig9, "fig8": fig8, "r": r, "n_team_sets": stored.n_sets,
            "table": table, "fig8_table": fig8_points, "round_links": _round_links(rv)}
     return page(request, "web/plots.html", ctx, contest=contest, sub="plots")
 

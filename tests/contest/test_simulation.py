@@ -14,7 +14,7 @@ from django.db.models import Max, Min
 
 from contest import queues
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, JudgeAttackResult, PublicSet, RoundFigures
-from contest.services import results
+from contest.services import results, results_snapshot
 from contest.services.simulation import JUDGE_STAGES, Plan, Simulation, findings
 from tests.worker import worker_env  # noqa: F401  (fixture)
 
@@ -96,7 +96,7 @@ def assert_paper_findings(report) -> None:
     Cheat(1) nearly perfect against re-identification and no better than no obfuscation against trace
     inference; s_I,min and s_T,min positively correlated over the teams' sets (measured R = 0.85 here,
     paper 0.895); the fairness SD of no obfuscation small (0.05-0.09 at 100 users; paper ~0.01 at 2000)."""
-    found = findings(results.published_snapshot(report.contest).data)
+    found = findings(results_snapshot.read(results.published_snapshot(report.contest).data))
     cheat, none = found.cheat, found.none
     assert cheat[0] >= 0.9 and cheat[0] >= none[0] + 0.1, found
     assert cheat[1] <= none[1] + 0.05, found
