@@ -37,7 +37,7 @@ from contest.models import (
     Round,
     Score,
 )
-from contest.services import analyses, audit, jobs, round_figures
+from contest.services import analyses, audit, jobs, results_snapshot, round_figures
 from contest.services.errors import ServiceError
 from scoring.analyses import correlation
 from scoring.results import (
@@ -197,11 +197,11 @@ def compute(contest: Contest, rounds: list[int] | None = None):
                            benchmark_team=bench, variant=contest.award_variant, tie_break=contest.tie_break)
 
 
-#: The shape of a snapshot's ``data``, its ``"version"`` key. 2: the leaderboards, the standing and paper
-#: Fig. 9's correlation are stored, and the pages read them as stored. Snapshots of an older shape (no
-#: ``"version"``: before leaderboards or standing were kept) are brought to it by the data migration
-#: ``snapshot_schema_version`` through :func:`upgraded_snapshot_data`; a page never branches on a shape.
-SNAPSHOT_VERSION = 2
+#: The shape of a snapshot's ``data``, its ``"version"`` key: ``contest.services.results_snapshot`` holds the
+#: schema, its builder and its reader. Snapshots of an older shape (no ``"version"``: before leaderboards or
+#: standing were kept) were brought to version 2 by the data migration ``snapshot_schema_version`` through
+#: :func:`upgraded_snapshot_data`, which stays for that migration.
+SNAPSHOT_VERSION = results_snapshot.VERSION
 
 
 def upgraded_snapshot_data(data: dict, round_names: dict[int, str]) -> dict:
@@ -226,18 +226,6 @@ def upgraded_snapshot_data(data: dict, round_names: dict[int, str]) -> dict:
         data["correlation"] = set_correlations(data.get("sets", []))
     data["version"] = SNAPSHOT_VERSION
     return data
-
-
-def _payload(contest: Contest, rounds: list[int]):
-    """(Results over ``rounds``, their JSON-able data with team and round names and the standing)."""
-    res = compute(contest, rounds)
-    data = res.to_dict()
-    data["team_names"] = {str(t.number): t.name for t in contest.teams.all()}
-    data["round_names"] = {str(r.number): r.name for r in contest.rounds.all()}
-    data["contest"] = contest.slug
-    data["standing"] = standing(contest, rounds)
-    data["version"] = SNAPSHOT_VERSION
-    return res, data
 
 
 def set_correlations(sets: list[dict]) -> dict[str, dict]:
@@ -266,12 +254,15 @@ def snapshot(contest: Contest, *, user=None, through_round: int | None = None,
     their jobs stored; ``recompute`` computes every one of them again here instead (the same snapshot,
     slower: ``tests/contest/test_results_combine.py``)."""
     rounds = included_rounds(contest, through_round)
-    res, payload = _payload(contest, rounds)
-    payload["analyses"] = analyses.for_snapshot(contest, recompute=recompute)  # rules §13 utility and fairness
-    payload["sample_anonymizers"] = round_figures.sample_anonymizers_for_snapshot(
-        contest, recompute=recompute)  # paper Fig. 8
-    payload["uncertainty"] = uncertainty_for_snapshot(contest, res, rounds)  # the leaderboards' intervals
-    payload["correlation"] = set_correlations(payload["sets"])  # paper Fig. 9's R, read by the plots page
+    res = compute(contest, rounds)
+    built = results_snapshot.build(
+        res, contest=contest.slug, team_names={t.number: t.name for t in contest.teams.all()},
+        round_names={r.number: r.name for r in contest.rounds.all()}, standing=standing(contest, rounds),
+        correlation=set_correlations(res.to_dict()["sets"]),  # paper Fig. 9's R, read by the plots page
+        analyses=analyses.for_snapshot(contest, recompute=recompute),  # rules §13 utility and fairness
+        sample_anonymizers=round_figures.sample_anonymizers_for_snapshot(contest, recompute=recompute),  # Fig. 8
+        uncertainty=uncertainty_for_snapshot(contest, res, rounds))  # the intervals of scoring.uncertainty
+    payload = results_snapshot.to_json(built)
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     teams = {t.number: t for t in contest.teams.all()}
     with transaction.atomic():
@@ -333,7 +324,8 @@ def publish_results(contest: Contest, *, user=None, through_round: int | None = 
     """Snapshot the results of the rounds played up to ``through_round`` and publish them (ends their
     embargo). The standings are provisional until the last round is published, final after."""
     snap = snapshot(contest, user=user, through_round=through_round)
-    included = [r["number"] for r in snap.data["standing"]["rounds"] if r["included"]]
+    standing_ = results_snapshot.read(snap.data).standing
+    included = [r.number for r in standing_.rounds if r.included]
     now = timezone.now()
     with transaction.atomic():
         ResultsSnapshot.objects.filter(pk=snap.pk).update(published=True, published_at=now)
@@ -341,7 +333,7 @@ def publish_results(contest: Contest, *, user=None, through_round: int | None = 
         Round.objects.filter(contest=contest, number__in=included, results_published_at__isnull=True).update(
             results_published_at=now)
         audit.record("publish_results", contest=contest, actor=user, obj=snap, sha256=snap.sha256,
-                     rounds=included, final=snap.data["standing"]["final"])
+                     rounds=included, final=standing_.final)
     snap.refresh_from_db()
     contest.results_published_at = now
     return snap
