@@ -7,7 +7,6 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import status
-from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.exceptions import NotAuthenticated, NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
@@ -15,10 +14,10 @@ from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contest import job_kinds, permissions, second_factor, selectors
+from contest import permissions, second_factor, selectors
 from contest.api import serializers as S
 from contest.api import throttles
-from contest.models import AnonymizedSet, Attack, Contest, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
+from contest.models import Contest, Job, Phase, PrivacyPreview, StoredFile
 from contest.services import accounts, results_snapshot, schedule, storage, training_data, uploads
 from contest.services import announcements as announcements_service
 from contest.services import results as results_service
@@ -161,7 +160,7 @@ class DatasetFile(APIView):
                                "X-Content-SHA256 headers.",
                    responses={(200, "text/csv"): OpenApiResponse(description="the exact file bytes")})
     def get(self, request, pk, which):
-        ds = get_object_or_404(Dataset.objects.select_related("round__contest", "reference", "original"), pk=pk)
+        ds = get_object_or_404(selectors.datasets(), pk=pk)
         _require(permissions.can_read_dataset_file(request.user, ds, which), request.user)
         return stream_file(ds.reference if which == "reference" else ds.original)
 
@@ -172,7 +171,7 @@ class RoundFile(APIView):
                                "(info_time.csv); 400 while the round's data is not generated yet.",
                    responses={(200, "text/csv"): OpenApiResponse(description="info_region.csv / info_time.csv")})
     def get(self, request, pk, which):
-        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         _require(permissions.can_read_round_file(request.user, rnd, which), request.user)
         stored = rnd.info_region if which == "info_region" else rnd.info_time
         if stored is None:
@@ -196,7 +195,7 @@ class PublicSetFile(APIView):
                                "the anonymization phase closes) or its secret ID table (ptable, organizers only) as CSV.",
                    responses={(200, "text/csv"): OpenApiResponse(description="pubtraces / ptable")})
     def get(self, request, pk, which):
-        ps = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest"), pk=pk)
+        ps = get_object_or_404(selectors.public_sets(), pk=pk)
         _require(permissions.can_read_public_set(request.user, ps, which), request.user)
         return stream_file(ps.pubtraces if which == "pubtraces" else ps.ptable)
 
@@ -221,12 +220,12 @@ class AnonymizedSetUpload(APIView):
     @extend_schema(request=S.UploadSerializer, responses={202: S.AnonymizedSetSerializer})
     def post(self, request, pk):
         """Upload an anotraces file for data set ``id`` (your team's, challenge 1 or 2)."""
-        ds = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=pk)
+        ds = get_object_or_404(selectors.datasets(), pk=pk)
         content, name, _fields = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name,
                                              key=request.headers.get("Idempotency-Key"))
         return _accepted(request, aset, S.AnonymizedSetSerializer,
-                         Job.objects.filter(kind=job_kinds.SCORE_ANONYMIZED, args__anonymized_set_id=aset.pk))
+                         selectors.scoring_jobs_of(aset))
 
 
 def _accepted(request, upload, serializer_class, scoring_jobs) -> Response:
@@ -289,14 +288,14 @@ def _team_upload_views(name: str, serializer, *, visible, uploads, can_read) -> 
 
 AnonymizedSetList, AnonymizedSetDetail = _team_upload_views(
     "AnonymizedSet", S.AnonymizedSetSerializer, visible=selectors.anonymized_sets_for,
-    uploads=AnonymizedSet.objects.select_related("dataset__round__contest", "team"),
+    uploads=selectors.anonymized_sets(),
     can_read=permissions.can_read_anonymized_set)
 
 
 def _preview_of(request, pk) -> PrivacyPreview:
-    aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
+    aset = get_object_or_404(selectors.anonymized_sets(), pk=pk)
     _require(permissions.can_read_preview(request.user, aset), request.user)
-    p = PrivacyPreview.objects.select_related("per_user").filter(anonymized_set=aset).first()
+    p = selectors.preview_of(aset)
     if p is None:
         raise NotFound(_("no privacy preview of this upload (not valid, or its preview job has not run yet)"))
     return p
@@ -328,7 +327,7 @@ class AnonymizedSetSelect(APIView):
     @extend_schema(request=None, responses=S.AnonymizedSetSerializer)
     def post(self, request, pk):
         """Choose this upload as the team's final set for its dataset."""
-        aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team"), pk=pk)
+        aset = get_object_or_404(selectors.anonymized_sets(), pk=pk)
         aset = uploads.select_anonymized_set(user=request.user, aset=aset)
         return Response(S.AnonymizedSetSerializer(aset).data)
 
@@ -341,7 +340,7 @@ class AttackUpload(APIView):
     @extend_schema(request=S.AttackUploadSerializer, responses={202: S.AttackSerializer})
     def post(self, request, pk):
         """Upload an etable or etraces (field ``kind``) against public set ``id``."""
-        target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"), pk=pk)
+        target = get_object_or_404(selectors.public_sets(), pk=pk)
         team = permissions.team_of(request.user, target.dataset.round.contest)
         if team is None:
             raise PermissionDenied(_("only members of a team of this contest can upload attacks"))
@@ -349,12 +348,12 @@ class AttackUpload(APIView):
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
                                        content=content, name=name, key=request.headers.get("Idempotency-Key"))
         return _accepted(request, attack, S.AttackSerializer,
-                         Job.objects.filter(kind=job_kinds.SCORE_ATTACK, args__attack_id=attack.pk))
+                         selectors.scoring_jobs_of(attack))
 
 
 AttackList, AttackDetail = _team_upload_views(
     "Attack", S.AttackSerializer, visible=selectors.attacks_for,
-    uploads=Attack.objects.select_related("attacker__contest", "target__dataset"),
+    uploads=selectors.attacks(),
     can_read=permissions.can_read_attack)
 
 
@@ -366,7 +365,7 @@ class JobDetail(APIView):
                                "message; poll it after an upload. Failure details are for the organizers.",
                    responses=S.JobSerializer)
     def get(self, request, pk):
-        job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
+        job = get_object_or_404(selectors.jobs_with_contest(), pk=pk)
         _require(permissions.can_see_job(request.user, job), request.user)
         return Response(job_data(job, request.user))
 
@@ -379,7 +378,7 @@ class JobList(APIView):
     def get(self, request, slug):
         contest = get_object_or_404(Contest, slug=slug)
         self.check_object_permissions(request, contest)
-        return Response(S.JobSerializer(Job.objects.filter(contest=contest)[:200], many=True).data)
+        return Response(S.JobSerializer(selectors.contest_jobs(contest, 200), many=True).data)
 
 
 class MyScores(APIView):
@@ -449,7 +448,7 @@ class RoundGenerate(_OrganizerCommand):
                                "and time tables) in a job.",
                    request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
-        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         self.organized(request, rnd.contest)
         with transaction.atomic():
             job = request_generation(rnd, user=request.user)
@@ -468,14 +467,14 @@ class RoundTraining(_OrganizerCommand):
     @extend_schema(responses={200: OpenApiResponse(description="which data trains the round (kind, name, size, "
                                                                "sha256; null = the built-in city) and its ledger")})
     def get(self, request, pk):
-        rnd = get_object_or_404(Round.objects.select_related("contest", "training_data"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         self.organized(request, rnd.contest)
         return Response(self._summary(rnd))
 
     @extend_schema(request=S.TrainingDataSerializer, responses={201: OpenApiResponse(description="as GET")})
     def post(self, request, pk):
         """Give the round training traces, or a model trained offline, before its data is generated."""
-        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         self.organized(request, rnd.contest)
         content, name, fields = _upload(request, S.TrainingDataSerializer)
         training_data.give_training_data(rnd, user=request.user, content=content.read(), name=name,
@@ -487,9 +486,9 @@ class RoundClose(_OrganizerCommand):
     @extend_schema(request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
         """Close the anonymization phase now: freeze, pseudonymize, run the judge attacks."""
-        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         self.organized(request, rnd.contest)
-        phase = Phase.objects.filter(round=rnd, kind=Phase.ANONYMIZATION).select_related("round__contest").first()
+        phase = selectors.anonymization_phase(rnd)
         if phase is None:
             raise ValidationError({"round": [_("this round has no anonymization phase")]})
         return self._job_response(close_phase_now(phase, user=request.user))
@@ -499,7 +498,7 @@ class PhaseClose(_OrganizerCommand):
     @extend_schema(request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
         """Close a phase now. Anonymization: freeze, pseudonymize, judge attacks; attack: recompute the results."""
-        phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
+        phase = get_object_or_404(selectors.phases(), pk=pk)
         self.organized(request, phase.round.contest)
         return self._job_response(close_phase_now(phase, user=request.user))
 
@@ -514,7 +513,7 @@ class PhaseSchedule(_OrganizerCommand):
         409 with the reason for an impossible order (closes before it opens, the anonymization phase
         still open when the attack phase opens, an anonymization phase already pseudonymized).
         """
-        phase = get_object_or_404(Phase.objects.select_related("round__contest"), pk=pk)
+        phase = get_object_or_404(selectors.phases(), pk=pk)
         self.organized(request, phase.round.contest)
         data = _valid(S.PhaseScheduleSerializer, request)
         phase = schedule.reschedule_phase(phase, user=request.user, **data)
@@ -525,7 +524,7 @@ class RoundOpenAttack(_OrganizerCommand):
     @extend_schema(request=None, responses={200: S.PhaseSerializer})
     def post(self, request, pk):
         """Open the round's attack phase now (its deadline stays); the anonymization phase must be closed."""
-        rnd = get_object_or_404(Round.objects.select_related("contest"), pk=pk)
+        rnd = get_object_or_404(selectors.rounds(), pk=pk)
         self.organized(request, rnd.contest)
         return Response(S.PhaseSerializer(schedule.open_attack_now(rnd, user=request.user)).data)
 
@@ -573,7 +572,7 @@ class TeamApprove(_OrganizerCommand):
     @extend_schema(request=S.TeamApproveSerializer, responses={200: S.TeamSerializer})
     def post(self, request, pk):
         """Approve a team (``approved``: true, the default) or withdraw the approval (false)."""
-        team = get_object_or_404(Team.objects.select_related("contest"), pk=pk)
+        team = get_object_or_404(selectors.teams(), pk=pk)
         self.organized(request, team.contest)
         teams_service.approve_team(team, _valid(S.TeamApproveSerializer, request)["approved"], actor=request.user)
         return Response(S.TeamSerializer(team).data)
@@ -656,7 +655,7 @@ class JobRetry(_OrganizerCommand):
     @extend_schema(request=None, responses={202: S.JobSerializer})
     def post(self, request, pk):
         """Re-run a failed job as a new job (the failed one is kept)."""
-        job = get_object_or_404(Job.objects.select_related("contest"), pk=pk)
+        job = get_object_or_404(selectors.jobs_with_contest(), pk=pk)
         _require(permissions.can_retry_job(request.user, job), request.user)
         try:
             new = retry_job(job, user=request.user)
@@ -698,8 +697,7 @@ class ObtainToken(ObtainAuthToken):
         serializer.is_valid(raise_exception=True)
         user = serializer.validated_data["user"]
         _require(permissions.can_obtain_token_with_password(user, second_factor.has_device(user)), user)
-        token, _created = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key})
+        return Response({"token": accounts.token_of(user).key})
 
     @extend_schema(description="Revoke the token this request carries (a script retiring itself, a leaked token): "
                                "it stops working at once and none replaces it; the account page makes a new one.",

@@ -59,6 +59,12 @@ def new_token(user) -> Token:
     return token
 
 
+def token_of(user) -> Token:
+    """``user``'s API token, made now if they have none (a script's login by password: the same token on
+    every login until it is rotated or revoked)."""
+    return Token.objects.get_or_create(user=user)[0]
+
+
 def revoke_token(user) -> bool:
     """Delete ``user``'s API token without a new one: scripts using it are refused until the owner makes
     another. False when there was none."""

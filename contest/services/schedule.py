@@ -90,6 +90,19 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
     return phase
 
 
+def can_close_now(phase: Phase, now: datetime) -> bool:
+    """Whether an organizer may close ``phase`` now (``judge.close_phase_now``): it has opened and is not
+    closed yet (open, or past its deadline before the sweep came); never one that has not opened."""
+    return phase.closed_at is None and phase.opens_at <= now
+
+
+def can_open_now(phase: Phase, anonymization: Phase | None, now: datetime) -> bool:
+    """Whether an organizer may open ``phase`` now (:func:`open_attack_now`): an attack phase not yet open
+    nor closed, once its round's ``anonymization`` phase is closed."""
+    return (phase.kind == Phase.ATTACK and phase.closed_at is None and phase.opens_at > now
+            and bool(anonymization and anonymization.closed_at))
+
+
 def open_attack_now(round_: Round, *, user=None, now: datetime | None = None) -> Phase:
     """Open ``round_``'s attack phase now (its deadline stays), once the anonymization phase is closed.
 

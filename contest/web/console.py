@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.loader import render_to_string
@@ -24,16 +24,11 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from contest import permissions
+from contest import job_kinds, permissions, selectors
 from contest.models import (
-    AnonymizedSet,
-    Attack,
-    AuditLog,
     Contest,
-    Dataset,
     Job,
     Phase,
-    PublicSet,
     Round,
     Team,
 )
@@ -75,8 +70,7 @@ def _organizer_object(request, slug, model, pk, contest_field: str = "contest") 
 def console_home(request):
     if not permissions.can_create_contest(request.user):
         raise PermissionDenied(_("The organizer console is for organizers."))
-    contests = [c for c in Contest.objects.order_by("-created_at") if permissions.is_organizer(request.user, c)]
-    rows = [{"contest": c, "state": contest_state(c)} for c in contests]
+    rows = [{"contest": c, "state": contest_state(c)} for c in selectors.organized_contests(request.user)]
     form = ContestForm(prefix="c")
     # The 2019 shape: a preliminary round (0.1) now, the final round (0.9) added from the contest's console.
     round_form = RoundForm(prefix="r", initial={"name": _("Preliminary"), "weight": default_round_weight(1)})
@@ -146,13 +140,12 @@ def console_contest(request, slug):
     rounds = []
     n_teams = contest.teams.filter(approved=True).count()
     for r in contest.rounds.prefetch_related("phases").order_by("number"):
-        n_datasets = Dataset.objects.filter(round=r).count()
-        gen_job = Job.objects.filter(kind="generate_round", args__round_id=r.pk).order_by("-created_at", "-id").first()
-        close_job = Job.objects.filter(kind="close_anonymization", args__round_id=r.pk).order_by("-created_at", "-id").first()
+        counts = selectors.round_counts(r)
+        n_datasets, n_uploads, n_attacks = counts["n_datasets"], counts["n_uploads"], counts["n_attacks"]
+        gen_job = selectors.latest_round_job(r, job_kinds.GENERATE_ROUND)
+        close_job = selectors.latest_round_job(r, job_kinds.CLOSE_ANONYMIZATION)
         phases = {p.kind: p for p in r.phases.all()}
         anon = phases.get(Phase.ANONYMIZATION)
-        n_uploads = AnonymizedSet.objects.filter(dataset__round=r).count()
-        n_attacks = Attack.objects.filter(target__dataset__round=r).count()
         n_expected = expected_datasets(n_teams)
         rounds.append({
             "round": r, "n_datasets": n_datasets, "gen_job": gen_job, "close_job": close_job,
@@ -161,17 +154,14 @@ def console_contest(request, slug):
             and gen_job.status != Job.FAILED and n_datasets < n_expected,
             "phases": [{"phase": p, "open": p.is_open(now), "opens": p.opens_at,
                         "closes": p.closes_at, "form": _schedule_form(contest, p),
-                        # "Close now" on a phase that has opened and is not closed yet (open, or past its
-                        # deadline before the sweep came); never on one that has not opened.
-                        "can_close_now": p.closed_at is None and p.opens_at <= now,
+                        "can_close_now": schedule.can_close_now(p, now),
                         # Moving the dates of a running phase that has uploads: teams see it at once.
                         "uploads_in_phase": (n_uploads if p.kind == Phase.ANONYMIZATION else n_attacks)
                         if p.is_open(now) else 0,
-                        "can_open_now": p.kind == Phase.ATTACK and p.closed_at is None and p.opens_at > now
-                        and bool(anon and anon.closed_at)} for p in r.phases.order_by("opens_at")],
+                        "can_open_now": schedule.can_open_now(p, anon, now)} for p in r.phases.order_by("opens_at")],
             "anon_closed": bool(anon and anon.closed_at),
             "n_uploads": n_uploads,
-            "n_public": PublicSet.objects.filter(dataset__round=r).count(),
+            "n_public": counts["n_public"],
             "n_attacks": n_attacks,
             "synth": synthesizer_summary(r.manifest or {}),
             "training": training_data.training_summary(r),
@@ -187,7 +177,7 @@ def console_contest(request, slug):
            "published": contest.results_published_at is not None,
            "played_rounds": [rb["round"] for rb in rounds if rb["n_public"]],
            "announcement_form": AnnouncementForm(prefix="a"), "announcements": announcements.latest(contest, 10),
-           "recent_audit": AuditLog.objects.filter(contest=contest).order_by("-id")[:12]}
+           "recent_audit": selectors.recent_audit(contest, 12)}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
 
 
@@ -313,7 +303,7 @@ def give_training(request, slug, round_id):
 @login_required
 @require_POST
 def close_phase(request, slug, phase_id):
-    _contest, phase = _organizer_object(request, slug, Phase.objects.select_related("round"), phase_id, "round__contest")
+    _contest, phase = _organizer_object(request, slug, selectors.phases(), phase_id, "round__contest")
     job = judge.close_phase_now(phase, user=request.user)
     if phase.kind == Phase.ANONYMIZATION:
         messages.success(request, _("Closing the anonymization phase of %(round)s: freezing, pseudonymizing and "
@@ -328,7 +318,7 @@ def close_phase(request, slug, phase_id):
 @require_POST
 def reschedule_phase(request, slug, phase_id):
     """Move a phase's window (the form's times are in the contest's time zone)."""
-    contest, phase = _organizer_object(request, slug, Phase.objects.select_related("round__contest"), phase_id, "round__contest")
+    contest, phase = _organizer_object(request, slug, selectors.phases(), phase_id, "round__contest")
     with timezone.override(contest.tz):
         form = PhaseScheduleForm(request.POST, prefix=f"p{phase.pk}")
         valid = form.is_valid()
@@ -416,18 +406,8 @@ def _job_filters(request, contest) -> dict:
     kind = request.GET.get("kind") or ""
     team = request.GET.get("team") or ""
     return {"status": status if status in dict(Job.STATUSES) else "",
-            "kind": kind if kind in jobs.KINDS else "",
+            "kind": kind if kind in job_kinds.KINDS else "",
             "team": team if team.isdigit() and contest.teams.filter(number=int(team)).exists() else ""}
-
-
-def _team_jobs(qs, contest, number: int):
-    """The jobs about team ``number``'s uploads: its anonymized sets, its attacks, its public sets."""
-    def ids(model, **team):
-        return list(model.objects.filter(**team).values_list("pk", flat=True))
-    return qs.filter(
-        Q(args__anonymized_set_id__in=ids(AnonymizedSet, dataset__round__contest=contest, team__number=number))
-        | Q(args__attack_id__in=ids(Attack, target__dataset__round__contest=contest, attacker__number=number))
-        | Q(args__public_set_id__in=ids(PublicSet, dataset__round__contest=contest, dataset__team__number=number)))
 
 
 def _job_page(request, contest):
@@ -440,26 +420,11 @@ def _job_page(request, contest):
     if filters["kind"]:
         qs = qs.filter(kind=filters["kind"])
     if filters["team"]:
-        qs = _team_jobs(qs, contest, int(filters["team"]))
+        qs = selectors.jobs_about_team(qs, contest, int(filters["team"]))
     page_obj = Paginator(qs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
-    _attach_teams(contest, page_obj.object_list)
+    selectors.attach_job_teams(page_obj.object_list)
     active = any(j.status in (Job.QUEUED, Job.RUNNING) for j in page_obj.object_list)
     return page_obj, filters, active
-
-
-def _attach_teams(contest, rows) -> None:
-    """Set ``job.team`` (a Team or None) on each job from its arguments, with three queries in all."""
-    ids = {key: {j.args.get(key) for j in rows if j.args.get(key)} for key in
-           ("anonymized_set_id", "attack_id", "public_set_id")}
-    by = {
-        "anonymized_set_id": {a.pk: a.team for a in AnonymizedSet.objects.filter(pk__in=ids["anonymized_set_id"])
-                              .select_related("team")},
-        "attack_id": {a.pk: a.attacker for a in Attack.objects.filter(pk__in=ids["attack_id"]).select_related("attacker")},
-        "public_set_id": {p.pk: p.dataset.team for p in PublicSet.objects.filter(pk__in=ids["public_set_id"])
-                          .select_related("dataset__team")},
-    }
-    for job in rows:
-        job.team = next((by[key].get(job.args[key]) for key in by if job.args.get(key)), None)
 
 
 @login_required
@@ -468,7 +433,7 @@ def console_jobs(request, slug):
     page_obj, filters, active = _job_page(request, contest)
     query = urlencode({k: v for k, v in filters.items() if v})
     ctx = {"jobs": page_obj.object_list, "page_obj": page_obj, "filters": filters, "query": query,
-           "statuses": [s for s, _l in Job.STATUSES], "kinds": sorted(jobs.KINDS),
+           "statuses": [s for s, _l in Job.STATUSES], "kinds": job_kinds.CHOICES,
            "teams": contest.teams.order_by("number"), "active": active,
            "auto_refresh": 3 if active else None}
     return page(request, "web/console_jobs.html", ctx, contest=contest, nav="console", sub="console")

@@ -13,8 +13,7 @@ from django.http import JsonResponse
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from contest import permissions
-from contest.models import Job
+from contest import permissions, selectors
 from contest.system import overview
 from contest.upload_rule import size_text
 
@@ -37,7 +36,7 @@ def _broker_depths() -> tuple[dict | None, str]:
 def system_context(user) -> dict:
     """Every figure of the page for ``user`` (one read of each; about a dozen queries)."""
     now = timezone.now()
-    jobs = permissions.system_jobs(user, Job.objects.select_related("contest"))
+    jobs = permissions.system_jobs(user, selectors.jobs_with_contest())
     workers = overview.workers(now)
     visible = set(jobs.filter(pk__in={j.pk for w in workers for j in w.jobs}).values_list("pk", flat=True))
     for w in workers:

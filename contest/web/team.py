@@ -19,8 +19,8 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from contest import permissions, selectors
-from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile, Team
+from contest import job_kinds, permissions, selectors
+from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from contest.services.errors import ServiceError
 from scoring.vocabulary import AttackKind
@@ -74,28 +74,10 @@ def _content_type(name: str) -> str:
 
 
 # ---------------------------------------------------------------- dashboard
-_SCORING_JOB = {AnonymizedSet: ("score_anonymized", "anonymized_set_id"), Attack: ("score_attack", "attack_id")}
-
-
-def _latest_jobs(model, ids) -> dict:
-    """The latest scoring job of each upload (``model`` AnonymizedSet or Attack) by id: one query,
-    however many uploads, so the dashboard's query count does not grow with them."""
-    return _latest_jobs_of(*_SCORING_JOB[model], ids)
-
-
-def _latest_jobs_of(kind: str, key: str, ids) -> dict:
-    """The latest job of ``kind`` of each object whose id is the job argument ``key``, by id (one query)."""
-    latest = {}
-    if ids:
-        for job in Job.objects.filter(kind=kind, **{f"args__{key}__in": list(ids)}).order_by("created_at", "id"):
-            latest[job.args.get(key)] = job  # later jobs overwrite earlier ones
-    return latest
-
-
 def _upload_state(aset: AnonymizedSet, job: Job | None = None, *, looked_up: bool = False) -> dict:
-    """Status of one upload and its scoring job (``looked_up``: ``job`` came from :func:`_latest_jobs`)."""
+    """Status of one upload and its scoring job (``looked_up``: ``job`` came from ``selectors.latest_scoring_jobs``)."""
     if not looked_up:
-        job = _latest_jobs(AnonymizedSet, [aset.pk]).get(aset.pk)
+        job = selectors.latest_scoring_jobs(AnonymizedSet, [aset.pk]).get(aset.pk)
     failed = job is not None and job.status == Job.FAILED
     finished = aset.status != AnonymizedSet.PENDING or failed
     return {"aset": aset, "job": job, "failed": failed, "finished": finished, "issues": issue_rows(aset.errors)}
@@ -103,7 +85,7 @@ def _upload_state(aset: AnonymizedSet, job: Job | None = None, *, looked_up: boo
 
 def _attack_state(attack: Attack, job: Job | None = None, *, looked_up: bool = False) -> dict:
     if not looked_up:
-        job = _latest_jobs(Attack, [attack.pk]).get(attack.pk)
+        job = selectors.latest_scoring_jobs(Attack, [attack.pk]).get(attack.pk)
     failed = job is not None and job.status == Job.FAILED
     return {"attack": attack, "job": job, "failed": failed, "finished": attack.status != Attack.PENDING or failed,
             "issues": issue_rows(attack.errors)}
@@ -117,14 +99,14 @@ def _challenge_block(contest, ds: Dataset, anon_open: bool) -> dict:
     both always agree. ``pending`` is true while an upload of the card is still
     being validated or scored; the page polls until it is false.
     """
-    sets = list(AnonymizedSet.objects.filter(dataset=ds).order_by("-seq"))
+    sets = selectors.uploads_of(ds)
     counted = sum(1 for s in sets if uploads.counts_towards_limit(s))
     final = next((s for s in sets if s.final), None)
     selected = next((s for s in sets if s.selected), None)
     # the set that counts if the phase closed now (the one rule: uploads.final_of)
     current_final = uploads.final_of(sets)
     default_final = None if final or selected else current_final
-    job_of = _latest_jobs(AnonymizedSet, [s.pk for s in sets])
+    job_of = selectors.latest_scoring_jobs(AnonymizedSet, [s.pk for s in sets])
     states = [_upload_state(s, job_of.get(s.pk), looked_up=True) for s in sets]
     _add_places(states)
     _add_previews(states)
@@ -165,10 +147,9 @@ def _add_previews(states: list[dict]) -> None:
     while its scoring job (which queues the preview) has not finished. Two queries at most.
     """
     valid = [u["aset"].pk for u in states if u["aset"].status == AnonymizedSet.VALID]
-    preview_of = ({p.anonymized_set_id: p for p in PrivacyPreview.objects.filter(anonymized_set_id__in=valid)}
-                  if valid else {})
+    preview_of = selectors.previews_of(valid)
     missing = [pk for pk in valid if pk not in preview_of]
-    preview_job_of = _latest_jobs_of("privacy_preview", "anonymized_set_id", missing)
+    preview_job_of = selectors.latest_jobs_of(job_kinds.PRIVACY_PREVIEW, "anonymized_set_id", missing)
     running = (Job.QUEUED, Job.RUNNING)
     for u in states:
         pk = u["aset"].pk
@@ -216,9 +197,9 @@ def _target_block(contest, team, ps: PublicSet, attack_open: bool, attacks=None,
     """
     is_own = ps.dataset.team_id == team.pk
     if attacks is None:
-        attacks = list(Attack.objects.filter(attacker=team, target=ps).order_by("kind", "seq"))
+        attacks = selectors.attacks_on(team, ps)
     if job_of is None:
-        job_of = _latest_jobs(Attack, [a.pk for a in attacks])
+        job_of = selectors.latest_scoring_jobs(Attack, [a.pk for a in attacks])
     counts = {k: sum(1 for a in attacks if a.kind == k and uploads.counts_towards_limit(a))
               for k in (Attack.ETABLE, Attack.ETRACES)}
     best = {k: min((a.score for a in attacks if a.kind == k and a.score is not None), default=None)
@@ -245,19 +226,15 @@ def _round_block(request, contest, team, round_: Round, now) -> dict:
     attack_open = bool(attack_phase and attack_phase.is_open(now))
     # a phase past its deadline is closed for a team even before the sweep records it
     attack_closed = bool(attack_phase and (attack_phase.closed_at or attack_phase.closes_at <= now))
-    own = list(Dataset.objects.filter(round=round_, team=team).select_related("reference", "original")
-               .order_by("challenge"))
+    own = selectors.own_datasets(team, round_)
     challenges = [_challenge_block(contest, ds, anon_open) for ds in own]
-    samples = list(Dataset.objects.filter(round=round_, kind=Dataset.SAMPLE).select_related("reference", "original")
-                   .order_by("number", "challenge"))
+    samples = selectors.sample_datasets(round_)
     targets = []
     if closed:
-        mine = list(Attack.objects.filter(attacker=team, target__dataset__round=round_).order_by("kind", "seq"))
-        job_of = _latest_jobs(Attack, [a.pk for a in mine])
+        mine = selectors.round_attacks(team, round_)
+        job_of = selectors.latest_scoring_jobs(Attack, [a.pk for a in mine])
         targets = [_target_block(contest, team, ps, attack_open, [a for a in mine if a.target_id == ps.pk], job_of)
-                   for ps in (PublicSet.objects.filter(dataset__round=round_)
-                              .select_related("dataset", "dataset__team", "pubtraces", "dataset__reference")
-                              .order_by("dataset__number", "dataset__challenge"))]
+                   for ps in selectors.round_public_sets(round_)]
     return {"round": round_, "anon_phase": anon_phase, "attack_phase": attack_phase, "closed": closed,
             "anon_open": anon_open, "attack_open": attack_open, "attack_closed": attack_closed,
             "own": own, "challenges": challenges, "samples": samples, "targets": targets}
@@ -292,11 +269,7 @@ def history_csv(request, slug):
     contest = get_contest(slug)
     team = _team_or_403(request, contest)
     tz = contest.tz
-    asets = (AnonymizedSet.objects.filter(team=team).select_related("dataset__round", "file")
-             .order_by("dataset__round__number", "dataset__challenge", "seq"))
-    attacks = (Attack.objects.filter(attacker=team).select_related("target__dataset__round", "file")
-               .order_by("target__dataset__round__number", "target__dataset__number", "target__dataset__challenge",
-                         "kind", "seq"))
+    asets, attacks = selectors.team_history(team)
     rows = [[a.dataset.round.number, "anonymized set", CHALLENGE_SHORT[a.dataset.challenge], "", a.seq,
              a.created_at.astimezone(tz).isoformat(), a.status, int(a.final), int(a.selected), a.s_u, "",
              a.file.name, a.file.sha256] for a in asets]
@@ -319,7 +292,7 @@ def dashboard(request, slug):
     contest = get_contest(slug)
     team = permissions.team_of(request.user, contest)
     if team is None:
-        pending = Team.objects.filter(contest=contest, memberships__user=request.user, approved=False).first()
+        pending = selectors.pending_team(contest, request.user)
         return page(request, "web/no_team.html", {"pending_team": pending,
                                                   "is_organizer": permissions.is_organizer(request.user, contest)},
                     contest=contest, nav="team", status=403)
@@ -345,7 +318,7 @@ def challenge_state(request, slug, dataset_id):
     """
     contest = get_contest(slug)
     team = _team_or_403(request, contest)
-    dataset = get_object_or_404(Dataset.objects.select_related("round", "reference", "original"), pk=dataset_id,
+    dataset = get_object_or_404(selectors.datasets(), pk=dataset_id,
                                 round__contest=contest, team=team)
     ch = _challenge_block(contest, dataset, _phase_open(dataset.round, Phase.ANONYMIZATION))
     html = render_to_string("web/_challenge_state.html", {"contest": contest, "ch": ch}, request=request)
@@ -356,7 +329,7 @@ def _attack_target(request, slug, public_set_id) -> tuple:
     """(contest, the user's team, the target public set) of an attack-target URL; 403 without a team."""
     contest = get_contest(slug)
     team = _team_or_403(request, contest)
-    target = get_object_or_404(PublicSet.objects.select_related("dataset__round__contest", "dataset__team"),
+    target = get_object_or_404(selectors.public_sets(),
                                pk=public_set_id, dataset__round__contest=contest)
     return contest, team, target
 
@@ -427,7 +400,7 @@ def _live_card(request, contest, element_id: str, template: str, **context) -> d
 @require_POST
 def upload_anonymized(request, slug, dataset_id):
     contest = get_contest(slug)
-    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team"), pk=dataset_id,
+    dataset = get_object_or_404(selectors.datasets(), pk=dataset_id,
                                 round__contest=contest)
     back = reverse("web:team", args=[slug]) + f"#ds-{dataset.pk}"
     aset, refused = _submit_upload(request, UploadForm(request.POST, request.FILES), back, lambda content, name:
@@ -448,7 +421,7 @@ def upload_anonymized(request, slug, dataset_id):
 
 def _own_upload(request, slug, upload_id) -> tuple:
     contest = get_contest(slug)
-    aset = get_object_or_404(AnonymizedSet.objects.select_related("dataset__round__contest", "team", "file"),
+    aset = get_object_or_404(selectors.anonymized_sets(),
                              pk=upload_id, dataset__round__contest=contest)
     require(permissions.can_read_anonymized_set(request.user, aset))
     return contest, aset
@@ -462,7 +435,7 @@ def upload_detail(request, slug, upload_id):
     ds = aset.dataset
     # this upload's own preview, per-user risk and leak map (the card shows the final set's)
     pv = _preview_block(contest, ds, aset, state["preview"]) if state["preview"] is not None else None
-    current = uploads.final_of(AnonymizedSet.objects.filter(dataset=ds))
+    current = uploads.final_of(selectors.uploads_of(ds))
     anon_phase = ds.round.phases.filter(kind=Phase.ANONYMIZATION).first()
     # the dashboard's rule: a valid upload that is not the final set may be chosen while the phase is open
     can_choose = (bool(anon_phase and anon_phase.is_open(timezone.now())) and aset.status == AnonymizedSet.VALID
@@ -519,7 +492,7 @@ def upload_attack(request, slug, public_set_id):
 @login_required
 def attack_status(request, slug, attack_id):
     contest = get_contest(slug)
-    attack = get_object_or_404(Attack.objects.select_related("attacker", "target__dataset"), pk=attack_id,
+    attack = get_object_or_404(selectors.attacks(), pk=attack_id,
                                attacker__contest=contest)
     require(permissions.can_read_attack(request.user, attack))
     state = _attack_state(attack)
@@ -540,7 +513,7 @@ def attack_material(request, slug, round_number):
     """
     contest = get_contest(slug)
     round_ = get_object_or_404(Round, contest=contest, number=round_number)
-    public_sets = list(PublicSet.objects.filter(dataset__round=round_).select_related("dataset__round__contest"))
+    public_sets = selectors.round_public_sets(round_)
     require(permissions.can_read_attack_material(request.user, round_, public_sets))
     if not public_sets:
         raise Http404(_("No attack material is published for this round yet."))
@@ -567,13 +540,11 @@ def data_map(request, slug, dataset_id):
     this request parses no trace file, whatever the upload's size.
     """
     contest = get_contest(slug)
-    dataset = get_object_or_404(Dataset.objects.select_related("round__contest", "team", "population"),
+    dataset = get_object_or_404(selectors.datasets(),
                                 pk=dataset_id, round__contest=contest)
     require(permissions.can_view_data_map(request.user, dataset))
     grid = contest.grid()
-    candidates = list(AnonymizedSet.objects.filter(dataset=dataset).exclude(status__in=(AnonymizedSet.REJECTED,
-                                                                                         AnonymizedSet.PENDING))
-                      .select_related("population").order_by("-seq"))
+    candidates = selectors.scored_uploads_of(dataset)
     chosen = None
     if request.GET.get("upload"):
         chosen = next((a for a in candidates if str(a.pk) == request.GET["upload"]), None)
