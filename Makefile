@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo demo-reset test check bench bench-full venv clean help
+.PHONY: demo demo-reset test check bench bench-full bench-surge venv clean help
 
 help:
 	@echo "make demo   - set up and run the platform with a ready demo contest (web + Celery worker)"
@@ -17,6 +17,7 @@ help:
 	@echo "make check  - the inner loop (about a minute): ruff and every test not marked slow, integration or browser"
 	@echo "make bench  - print the speed and memory figures of the judge and the synthesizer"
 	@echo "make bench-full - a 2019-size round through the real pipeline, then the pages under load"
+	@echo "make bench-surge - the last minutes of a 2019-size round: every team uploads before the deadline"
 	@echo "make demo-reset - delete the demo's data (var/: database, files, broker; .venv stays), then make demo"
 	@echo "make clean  - remove the virtual environment and local state (var/)"
 
@@ -65,6 +66,9 @@ bench: $(DEV_STAMP)
 
 bench-full: $(DEV_STAMP)
 	$(PY) -m bench.full $(BENCH_ARGS)
+
+bench-surge: $(DEV_STAMP)
+	$(PY) -m bench.surge $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var

@@ -1,7 +1,9 @@
 -- Load script of make bench-full (bench/full.py) for wrk: every connection cycles over
 -- WRK_PATHS (space separated); thread n sends the cookies WRK_COOKIE_<n> (a signed-in member's
 -- session) when set, and stops after WRK_MAX_REQUESTS responses (per thread; wrk's -d bounds the
--- time). At the end it prints requests, seconds, errors and latency percentiles (ms).
+-- time); with WRK_THINK_MS a connection waits that long between its requests (a visitor reading the
+-- page; bench/surge.py), without it none. At the end it prints requests, seconds, errors and latency
+-- percentiles (ms).
 local paths = {}
 for p in string.gmatch(os.getenv("WRK_PATHS") or "/", "%S+") do table.insert(paths, p) end
 local threads = 0
@@ -21,6 +23,13 @@ end
 function response(status, headers, body)
   answered = answered + 1
   if answered >= most then wrk.thread:stop() end
+end
+
+local think = tonumber(os.getenv("WRK_THINK_MS") or "")
+if think then
+  function delay()
+    return think
+  end
 end
 
 function request()
