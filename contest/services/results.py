@@ -21,7 +21,7 @@ import math
 import numpy as np
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext, gettext_noop
 
 from contest import job_kinds
 from contest.models import (
@@ -39,6 +39,7 @@ from contest.models import (
 )
 from contest.services import analyses, audit, jobs, results_snapshot, round_figures
 from contest.services.errors import ServiceError
+from contest.services.job_messages import say
 from scoring.analyses import correlation
 from scoring.results import (
     BEST_ANONYMIZER,
@@ -285,8 +286,9 @@ def compute_results_job(job, contest_id: int, publish: bool = False, through_rou
     else:
         snap = snapshot(contest, user=job.created_by, through_round=through_round)
     standing_ = snap.data["standing"]
-    return (f"results snapshot {snap.pk} through round {standing_['through_round']}, "
-            f"{'final' if standing_['final'] else 'provisional'} ({'published' if snap.published else 'embargoed'})")
+    state = f"{'final' if standing_['final'] else 'provisional'} ({'published' if snap.published else 'embargoed'})"
+    return say(f"results snapshot %(snapshot)s through round %(round)s, {state}", snapshot=snap.pk,
+               round=standing_["through_round"])
 
 
 class PublishError(ServiceError, ValueError):
@@ -304,20 +306,21 @@ def check_publishable(contest: Contest, through_round: int | None) -> None:
     names = dict(contest.rounds.values_list("number", "name"))
     if through_round is not None and through_round not in played:
         if through_round not in names:
-            raise PublishError(f"the contest has no round {through_round}")
-        raise PublishError(f"{names[through_round]} has not been played yet (its anonymization phase is not closed)")
+            raise PublishError(gettext("the contest has no round %(n)s") % {"n": through_round})
+        raise PublishError(gettext("%(round)s has not been played yet (its anonymization phase is not closed)") % {
+                "round": names[through_round]})
     if not played:
-        raise PublishError("no round has been played yet: close an anonymization phase first")
+        raise PublishError(gettext("no round has been played yet: close an anonymization phase first"))
     now = timezone.now()
     for phase in (Phase.objects.filter(round__contest=contest, kind=Phase.ATTACK, closed_at__isnull=True,
                                        closes_at__gt=now, round__number__in=included_rounds(contest, through_round))
                   .select_related("round__contest").order_by("round__number")):
         earlier = [n for n in played if n < phase.round.number]
-        hint = (f"close it first, or publish through {names[earlier[-1]]} (round {earlier[-1]}) only"
-                if earlier else "close it first")
-        raise PublishError(f"the attack phase of {phase.round.name} has not closed (it closes "
-                           f"{contest.local_text(phase.closes_at)}): its attacks are not all counted "
-                           f"yet; {hint}")
+        hint = (gettext("close it first, or publish through %(round)s (round %(n)s) only") % {
+                    "round": names[earlier[-1]], "n": earlier[-1]} if earlier else gettext("close it first"))
+        raise PublishError(gettext("the attack phase of %(round)s has not closed (it closes %(closes)s): its "
+                                   "attacks are not all counted yet; %(hint)s") % {
+            "round": phase.round.name, "closes": contest.local_text(phase.closes_at), "hint": hint})
 
 
 def publish_results(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:
@@ -408,4 +411,5 @@ def rescore(contest: Contest, *, user=None, job=None) -> dict:
 @jobs.handles(job_kinds.RESCORE)
 def rescore_job(job, contest_id: int) -> str:
     counts = rescore(Contest.objects.get(pk=contest_id), job=job)
-    return "queued re-scoring: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+    return say("queued re-scoring: %(anonymized_sets)s anonymized sets, %(attacks)s attacks, "
+               "%(judge_attacks)s judge attacks", **counts)

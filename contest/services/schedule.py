@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from contest.models import Phase, PublicSet, Round
 from contest.services import audit, judge, results
@@ -22,7 +23,8 @@ from contest.services.errors import ServiceError
 
 
 class ScheduleError(ServiceError, ValueError):
-    """An impossible calendar change; the message says why (shown to the organizer as it is)."""
+    """An impossible calendar change; the message says why, in the active language (the request's: the
+    console and the API show it as it is)."""
 
     code = "schedule_conflict"
     status = 409
@@ -31,6 +33,11 @@ class ScheduleError(ServiceError, ValueError):
 def local_time(phase: Phase, dt: datetime) -> str:
     """``dt`` in the contest's time zone as the organizer reads it (``2019-11-20 17:00 JST``)."""
     return phase.round.contest.local_text(dt)
+
+
+def phase_kind(phase: Phase) -> str:
+    """The phase's name as a refusal reads it ("anonymization phase", "attack phase"), in the active language."""
+    return _("anonymization phase") if phase.kind == Phase.ANONYMIZATION else _("attack phase")
 
 
 def _locked_phases(round_: Round) -> dict[str, Phase]:
@@ -54,30 +61,32 @@ def reschedule_phase(phase: Phase, *, opens_at: datetime | None = None, closes_a
         phases = _locked_phases(phase.round)
         phase = phases[phase.kind]
         round_ = phase.round
-        kind = phase.get_kind_display()
+        kind = phase_kind(phase)
         new_open, new_close = opens_at or phase.opens_at, closes_at or phase.closes_at
         if new_close <= new_open:
-            raise ScheduleError(f"the {kind} phase would close ({local_time(phase, new_close)}) before it opens "
-                                f"({local_time(phase, new_open)})")
+            raise ScheduleError(_("the %(kind)s would close (%(closes)s) before it opens (%(opens)s)") % {
+                "kind": kind, "closes": local_time(phase, new_close), "opens": local_time(phase, new_open)})
         if round_.results_published_at is not None:
-            raise ScheduleError(f"the results of {round_.name} are published; unpublish them before changing its "
-                                "calendar")
+            raise ScheduleError(_("the results of %(round)s are published; unpublish them before changing its "
+                                  "calendar") % {"round": round_.name})
         if phase.kind == Phase.ANONYMIZATION:
             if phase.closed_at is not None or PublicSet.objects.filter(dataset__round=round_).exists():
-                raise ScheduleError(f"the anonymization phase of {round_.name} is closed and its sets are already "
-                                    "pseudonymized; it cannot be reopened or moved")
+                raise ScheduleError(_("the anonymization phase of %(round)s is closed and its sets are already "
+                                      "pseudonymized; it cannot be reopened or moved") % {"round": round_.name})
             if judge.close_queued(round_.pk):
-                raise ScheduleError(f"the anonymization phase of {round_.name} is being closed")
+                raise ScheduleError(_("the anonymization phase of %(round)s is being closed") % {"round": round_.name})
         if new_close <= now and (phase.closed_at is None or new_close != phase.closes_at):
-            raise ScheduleError(f"the new deadline {local_time(phase, new_close)} is already past; "
-                                "to end the phase now use \"Close now\"")
+            raise ScheduleError(_("the new deadline %(closes)s is already past; to end the phase now use "
+                                  "\"Close now\"") % {"closes": local_time(phase, new_close)})
         anon, attack = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
         if phase.kind == Phase.ANONYMIZATION and attack and attack.closed_at is None and new_close > attack.opens_at:
-            raise ScheduleError(f"the attack phase opens at {local_time(phase, attack.opens_at)}, before the anonymization "
-                                f"phase would close ({local_time(phase, new_close)}); move the attack phase first")
+            raise ScheduleError(_("the attack phase opens at %(opens)s, before the anonymization phase would close "
+                                  "(%(closes)s); move the attack phase first") % {
+                "opens": local_time(phase, attack.opens_at), "closes": local_time(phase, new_close)})
         if phase.kind == Phase.ATTACK and anon and new_open < anon.closes_at:
-            raise ScheduleError(f"the anonymization phase closes at {local_time(phase, anon.closes_at)}; the attack phase "
-                                f"cannot open before that ({local_time(phase, new_open)})")
+            raise ScheduleError(_("the anonymization phase closes at %(closes)s; the attack phase cannot open "
+                                  "before that (%(opens)s)") % {
+                "closes": local_time(phase, anon.closes_at), "opens": local_time(phase, new_open)})
         before = {"opens_at": phase.opens_at.isoformat(), "closes_at": phase.closes_at.isoformat(),
                   "closed_at": phase.closed_at.isoformat() if phase.closed_at else None}
         reopen = phase.kind == Phase.ATTACK and phase.closed_at is not None and new_close > now
@@ -115,14 +124,14 @@ def open_attack_now(round_: Round, *, user=None, now: datetime | None = None) ->
         phases = _locked_phases(round_)
         anon, attack = phases.get(Phase.ANONYMIZATION), phases.get(Phase.ATTACK)
         if attack is None:
-            raise ScheduleError(f"{round_.name} has no attack phase")
+            raise ScheduleError(_("%(round)s has no attack phase") % {"round": round_.name})
         if anon is None or anon.closed_at is None or not PublicSet.objects.filter(dataset__round=round_).exists():
-            raise ScheduleError(f"the anonymization phase of {round_.name} is not closed yet (its sets are not "
-                                "pseudonymized); close it first")
+            raise ScheduleError(_("the anonymization phase of %(round)s is not closed yet (its sets are not "
+                                  "pseudonymized); close it first") % {"round": round_.name})
         if attack.closed_at is not None:
-            raise ScheduleError(f"the attack phase of {round_.name} is already closed")
+            raise ScheduleError(_("the attack phase of %(round)s is already closed") % {"round": round_.name})
         if attack.opens_at <= now:
-            raise ScheduleError(f"the attack phase of {round_.name} is already open")
+            raise ScheduleError(_("the attack phase of %(round)s is already open") % {"round": round_.name})
         Phase.objects.filter(pk=attack.pk).update(opens_at=now)
         audit.record("open_attack_now", contest=round_.contest, actor=user, obj=attack, round=round_.number,
                      planned_opening=attack.opens_at.isoformat())

@@ -6,10 +6,11 @@ embargo as the other results pages (organizers see the latest as a preview).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
 from contest.models import IDP, TRP
 from contest.services.analyses import N_PROJECTIONS
@@ -18,6 +19,22 @@ from .common import CHALLENGE_SHORT, challenge_name, page
 from .views import _round_choice, _round_links, results_page
 
 FIGURES = ("tp_tv_top50", "tm_emd", "poi_accuracy")
+
+
+#: How the analyses job names the POIs' source in the snapshot (English, ``contest.services.analyses``).
+_CITY_POIS = re.compile(r"city model \(seed (?P<seed>\d+), (?P<n>\d+) POIs\)")
+
+
+def poi_source_text(source: str | None) -> str | None:
+    """The snapshot's ``poi_source`` in the page language: the built-in city model with its seed and number
+    of points of interest; a source stated another way is shown as stored."""
+    found = _CITY_POIS.fullmatch(source or "")
+    if found is None:
+        return source
+    n = int(found["n"])
+    return ngettext("the built-in city model (seed %(seed)s), %(n)s point of interest",
+                    "the built-in city model (seed %(seed)s), %(n)s points of interest", n) % {
+        "seed": found["seed"], "n": f"{n:,}"}
 
 
 def _mean(values):
@@ -51,7 +68,7 @@ def utility_analyses(request, contest, rv, preview):
             fairness.append({"challenge": ch, "short": CHALLENGE_SHORT[ch], "name": challenge_name(ch), "rows": frows})
     ctx = {"rv": rv, "preview": preview, "choice": choice, "tables": tables, "fairness": fairness,
            "computed": bool(stored and stored.rounds), "error": stored.error if stored else None,
-           "poi_source": stored.poi_source if stored else None,
+           "poi_source": poi_source_text(stored.poi_source if stored else None),
            "n_projections": (stored.n_projections if stored else None) or N_PROJECTIONS,
            "round_links": _round_links(rv)}
     return page(request, "web/analyses.html", ctx, contest=contest, sub="analyses")

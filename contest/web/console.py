@@ -175,10 +175,26 @@ def console_contest(request, slug):
     ctx = {"rounds": rounds, "teams": teams, "snapshots": snapshots, "state": contest_state(contest, now),
            **_job_counts(contest), "round_form": round_form, "team_form": TeamForm(),
            "published": contest.results_published_at is not None,
-           "played_rounds": [rb["round"] for rb in rounds if rb["n_public"]],
+           **_publish_choices(contest, [rb["round"] for rb in rounds if rb["n_public"]]),
            "announcement_form": AnnouncementForm(prefix="a"), "announcements": announcements.latest(contest, 10),
            "recent_audit": selectors.recent_audit(contest, 12)}
     return page(request, "web/console_contest.html", ctx, contest=contest, nav="console", sub="console")
+
+
+def _publish_choices(contest, played: list) -> dict:
+    """The rounds the results may be published through now (those ``results.check_publishable`` accepts:
+    played, their attack phases closed) and, when there is none, why: the form offers only these and is
+    disabled with the reason otherwise, so its confirmation never comes before a refusal."""
+    publishable, reason = [], _("No round has been played yet")
+    for rnd in played:
+        try:
+            results.check_publishable(contest, rnd.number)
+        except results.PublishError as exc:
+            reason = str(exc)
+        else:
+            publishable.append(rnd)
+    return {"played_rounds": played, "publishable_rounds": publishable,
+            "publish_refusal": "" if publishable else reason}
 
 
 def _job_counts(contest) -> dict:
