@@ -412,7 +412,7 @@ def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, n
                                        uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
-        jobs.create_job("score_attack", contest=contest, user=user, for_team=attacker, attack_id=attack.pk)
+        jobs.create_job(job_kinds.SCORE_ATTACK, contest=contest, user=user, for_team=attacker, attack_id=attack.pk)
     return attack
 
 
@@ -451,7 +451,7 @@ def _attack_rejected(attack, issues, total):
     return _rejected(attack, issues, total, score=None)
 
 
-@jobs.handles("score_attack")
+@jobs.handles(job_kinds.SCORE_ATTACK)
 def score_attack_job(job, attack_id: int, force: bool = False) -> str:
     attack = score_attack(Attack(pk=attack_id), force=force)
     return _scoring_done(job, attack, attack.kind) or f"score = {attack.score:.4f}"
