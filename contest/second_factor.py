@@ -45,6 +45,13 @@ def has_device(user) -> bool:
     return TOTPDevice.objects.filter(user=user, confirmed=True).exists()
 
 
+def unconfirmed_device(user) -> TOTPDevice:
+    """``user``'s authenticator app being added: its unconfirmed TOTP device, made now if there is none (the
+    enrolment page shows its key until the app's first code confirms it)."""
+    return (TOTPDevice.objects.filter(user=user, confirmed=False).first()
+            or TOTPDevice.objects.create(user=user, name="authenticator", confirmed=False))
+
+
 @receiver(user_logged_in, dispatch_uid="tracecup-second-factor-pending")
 def _mark_pending(sender, request, user, **kwargs):
     """A password accepted for an account with a device: the session owes a code."""

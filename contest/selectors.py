@@ -4,6 +4,7 @@ from __future__ import annotations
 import heapq
 
 from django.db.models import Q, QuerySet
+from rest_framework.authtoken.models import Token
 
 from contest import job_kinds, permissions
 from contest.models import (
@@ -13,6 +14,7 @@ from contest.models import (
     Contest,
     Dataset,
     Job,
+    Membership,
     Phase,
     PrivacyPreview,
     PublicSet,
@@ -346,3 +348,35 @@ def scoring_jobs_of(upload: AnonymizedSet | Attack) -> QuerySet:
     decides when the query runs."""
     kind, key = SCORING_JOB[type(upload)]
     return Job.objects.filter(kind=kind, **{f"args__{key}": upload.pk})
+
+
+# ---------------------------------------------------------------- accounts and teams
+def contests_newest_first() -> QuerySet:
+    """Every contest, newest first (the home page filters what its reader may see)."""
+    return Contest.objects.order_by("-created_at")
+
+
+def api_token(user):
+    """``user``'s API token (``rest_framework``'s Token), or None: the account page makes none itself."""
+    return Token.objects.filter(user=user).first()
+
+
+def memberships_of(user) -> QuerySet:
+    """``user``'s team memberships with their team and contest, by contest name."""
+    return Membership.objects.filter(user=user).select_related("team__contest").order_by("team__contest__name")
+
+
+def teams_left_alone(user, memberships) -> list[Team]:
+    """The teams of ``memberships`` (``user``'s) that would have no active member left without ``user``."""
+    return [m.team for m in memberships if not Membership.objects.filter(team=m.team).exclude(user=user)
+            .filter(user__is_active=True).exists()]
+
+
+def team_members(team: Team) -> QuerySet:
+    """``team``'s memberships with their users: the leader first, then by user name."""
+    return Membership.objects.filter(team=team).select_related("user").order_by("-role", "user__username")
+
+
+def team_name_taken(team: Team, name: str) -> bool:
+    """Whether another team of ``team``'s contest is called ``name``."""
+    return Team.objects.filter(contest=team.contest, name=name).exclude(pk=team.pk).exists()

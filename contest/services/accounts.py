@@ -65,6 +65,15 @@ def token_of(user) -> Token:
     return Token.objects.get_or_create(user=user)[0]
 
 
+def change_email(user, email: str) -> bool:
+    """Set ``user``'s e-mail address to ``email`` (audited); False, and nothing written, if it is the same."""
+    if email == user.email:
+        return False
+    get_user_model().objects.filter(pk=user.pk).update(email=email)
+    audit.record("update_account", actor=user, obj=user, field="email")
+    return True
+
+
 def revoke_token(user) -> bool:
     """Delete ``user``'s API token without a new one: scripts using it are refused until the owner makes
     another. False when there was none."""

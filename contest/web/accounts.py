@@ -18,12 +18,11 @@ from django.urls import reverse, reverse_lazy
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
-from rest_framework.authtoken.models import Token
 
-from contest import permissions
+from contest import permissions, selectors
 from contest.lockout import throttled, throttled_response
 from contest.mail_folder import mail_folder
-from contest.models import Membership, Team
+from contest.models import Team
 from contest.services import accounts, audit, teams
 
 from .common import Refusal, frame_context, get_contest, page, require, set_language_cookie
@@ -110,15 +109,13 @@ def account(request):
     form = AccountForm(request.POST or None, initial={"email": user.email, "language": get_language()[:2]})
     if request.method == "POST" and form.is_valid():
         email = form.cleaned_data["email"].strip()
-        if email != user.email:
-            get_user_model().objects.filter(pk=user.pk).update(email=email)
-            audit.record("update_account", actor=user, obj=user, field="email")
+        accounts.change_email(user, email)
         messages.success(request, _("Your account was saved."))
         response = redirect("web:account")
         set_language_cookie(response, form.cleaned_data["language"])
         return response
     # No token is made here: after a revocation the page says there is none until its owner asks for one.
-    token = Token.objects.filter(user=user).first()
+    token = selectors.api_token(user)
     ctx = {"form": form, "token": token, "api_root": request.build_absolute_uri("/api/")}
     return page(request, "web/account.html", ctx, nav="account")
 
@@ -153,9 +150,8 @@ def delete_account(request):
             logout(request)
             messages.success(request, _("Your account was deleted."))
             return redirect("web:home")
-    memberships = Membership.objects.filter(user=user).select_related("team__contest").order_by("team__contest__name")
-    teams_left = [m.team for m in memberships if not Membership.objects.filter(team=m.team).exclude(user=user)
-                  .filter(user__is_active=True).exists()]
+    memberships = selectors.memberships_of(user)
+    teams_left = selectors.teams_left_alone(user, memberships)
     ctx = {"form": form, "refusal": "" if decision else _(decision.reason), "memberships": memberships,
            "teams_left": teams_left, "alone": permissions.contests_left_without_organizer(user)}
     return page(request, "web/account_delete.html", ctx, nav="account")
@@ -181,7 +177,7 @@ def privacy_notice() -> str:
 # ---------------------------------------------------------------- a team's page
 def _team(request, slug, team_id) -> Team:
     contest = get_contest(slug)
-    team = get_object_or_404(Team.objects.select_related("contest"), pk=team_id, contest=contest)
+    team = get_object_or_404(selectors.teams(), pk=team_id, contest=contest)
     require(permissions.can_view_team_page(request.user, team))
     return team
 
@@ -194,7 +190,7 @@ def _back(team):
 def team_members(request, slug, team_id):
     """Members, invitation code and name of a team, for its members and the organizers."""
     team = _team(request, slug, team_id)
-    members = Membership.objects.filter(team=team).select_related("user").order_by("-role", "user__username")
+    members = selectors.team_members(team)
     ctx = {"team": team, "members": members, "uploaded": teams.has_uploaded(team),
            "name_form": TeamNameForm(initial={"name": team.name}),
            "can_remove": bool(permissions.can_remove_member(request.user, team))}
@@ -211,7 +207,7 @@ def rename_team(request, slug, team_id):
         messages.error(request, " ".join(str(e[0]) for e in form.errors.values()))
         return _back(team)
     name = form.cleaned_data["name"].strip()
-    if Team.objects.filter(contest=team.contest, name=name).exclude(pk=team.pk).exists():
+    if selectors.team_name_taken(team, name):
         messages.error(request, _("A team named %(name)s exists already.") % {"name": name})
         return _back(team)
     with Refusal(request, _("The team was not renamed: %(reason)s.")) as refused:

@@ -13,12 +13,11 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
-from django_otp.plugins.otp_totp.models import TOTPDevice
 from django_otp.qr import write_qrcode_image
 
 from contest import permissions
 from contest.lockout import throttled, throttled_response
-from contest.second_factor import PENDING, has_device
+from contest.second_factor import PENDING, has_device, unconfirmed_device
 from contest.services import audit
 
 from .common import page
@@ -54,8 +53,7 @@ def enrol(request):
     if has_device(user):
         ctx = {"enabled": True, "required": permissions.needs_second_factor(user)}
         return page(request, "web/two_factor_enrol.html", ctx, nav="account")
-    device = (TOTPDevice.objects.filter(user=user, confirmed=False).first()
-              or TOTPDevice.objects.create(user=user, name="authenticator", confirmed=False))
+    device = unconfirmed_device(user)
     form = SecondFactorCodeForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         if device.verify_token(form.cleaned_data["code"]):

@@ -24,10 +24,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
-from rest_framework.authtoken.models import Token
 
-from contest import permissions
-from contest.models import IDP, TRP, Contest
+from contest import permissions, selectors
+from contest.models import IDP, TRP
 from contest.selectors import visible_snapshot
 from contest.services import accounts as accounts_service
 from contest.services import announcements, results, results_snapshot, teams
@@ -83,7 +82,7 @@ def switch_language(request):
 # ---------------------------------------------------------------- home and overview
 def home(request):
     now = timezone.now()
-    contests = [{"contest": c, "state": contest_state(c, now)} for c in Contest.objects.order_by("-created_at")
+    contests = [{"contest": c, "state": contest_state(c, now)} for c in selectors.contests_newest_first()
                 if permissions.can_view_contest(request.user, c)]  # a draft: its organizers only
     return page(request, "web/home.html", {"contests": contests}, nav="home")
 
@@ -665,8 +664,6 @@ def api_token(request):
         messages.success(request, _("A new token was created; the old one no longer works."))
         back = request.POST.get("next", "")  # the account page's form comes back to it
         return redirect(back if back.startswith(reverse("web:account")) else "web:token")
-    token = Token.objects.filter(user=request.user).first()
-    if token is None:
-        token = Token.objects.create(user=request.user)
+    token = accounts_service.token_of(request.user)
     ctx = {"token": token, "api_root": request.build_absolute_uri("/api/")}
     return page(request, "web/token.html", ctx, nav="token")
