@@ -4,11 +4,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -37,6 +39,8 @@ def test_demo_setup_is_idempotent_and_every_page_has_real_data(client):
             ResultsSnapshot.objects.count()) == counts
     assert Contest.objects.filter(slug="demo").count() == 1
     contest = Contest.objects.get(slug="demo")
+    # the description stays on the contest page while the phases move on: it says nothing is open "now"
+    assert "now" not in contest.description.lower().split() and "is open" not in contest.description
     r1, r2 = contest.rounds.order_by("number")
     assert Dataset.objects.filter(round=r1).count() == Dataset.objects.filter(round=r2).count() == 12
     text = out.getvalue()
@@ -105,7 +109,9 @@ def _start_demo(cmd: list[str], tmp_path) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     lines = []
-    deadline = time.time() + 240
+    # the set-up (two rounds generated, one played) takes 2-4 min on a busy 2-core machine, and the URL is
+    # printed only once the web server answers
+    deadline = time.time() + 480
     while time.time() < deadline:
         line = proc.stdout.readline()
         if not line:
@@ -138,6 +144,21 @@ def _interrupt(proc: subprocess.Popen) -> str:
         pytest.fail("the demo was still running 60 s after SIGINT")
 
 
+def _answers_at_once_with_the_sites_own_404(port: int) -> None:
+    """The URL the demo prints opens at once (it is printed only when the server answers), and a mistyped
+    address there shows the site's own 404 page, not Django's debug page listing every route."""
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/c/demo/leaderbord/", timeout=10)
+        pytest.fail("a mistyped address was answered 200")
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 404
+        page = exc.read().decode()
+    assert "There is no such page." in page and "Back to the contests" in page
+    assert "URLconf" not in page and "DEBUG = True" not in page and "/static/" in page
+    css = re.search(r'href="(/static/[^"]+\.css)"', page).group(1)  # the static files are still served
+    assert urllib.request.urlopen(f"http://127.0.0.1:{port}{css}", timeout=10).status == 200
+
+
 def _contest_slugs(port: int) -> list[str] | None:
     """The slugs ``/api/contests/`` lists, waiting up to 30 s for the web server to answer."""
     for _ in range(60):
@@ -157,6 +178,7 @@ def test_demo_serves_on_a_fresh_machine(tmp_path):
                          "os.execv(sys.executable, [sys.executable, 'manage.py', 'demo'])")
     proc, port = _start_demo([sys.executable, "-c", as_background_job], tmp_path)
     try:
+        _answers_at_once_with_the_sites_own_404(port)
         assert _contest_slugs(port) == ["demo"]
         token = json.loads(urllib.request.urlopen(urllib.request.Request(
             f"http://127.0.0.1:{port}/api/auth/token/", data=b"username=alice&password=alice-demo",

@@ -3,8 +3,11 @@
 Idempotent: migrates, sets up the demo contest (:func:`contest.services.demo.setup_demo`:
 created from ``contest/demo.yaml`` if it does not exist, both rounds' data
 generated, round 1 played through and published, round 2 open), then starts a Celery worker and beat (subprocesses) and the web
-server on 127.0.0.1:$PORT (default 8000), prints the URL and the logins, and
+server on 127.0.0.1:$PORT (default 8000), prints the logins, and the URL to open once the server answers, and
 stops everything on Ctrl-C.
+
+The web server runs with ``DEBUG`` off (``--insecure`` so that it still serves the static files), as a deployed
+site does: a mistyped address gets the site's own 404 page, not Django's debug page listing every route.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -55,6 +60,22 @@ STOP_GRACE_SECONDS = 6.0
 #: A worker or beat that exits is restarted, up to MAX_RESTARTS times within RESTART_WINDOW_SECONDS.
 MAX_RESTARTS = 5
 RESTART_WINDOW_SECONDS = 60.0
+
+
+#: How long the web server may take to answer its first request (runserver imports the whole site first,
+#: about 5-25 s on a busy 2-core machine) before the demo gives up on it.
+WEB_START_SECONDS = 180.0
+
+
+def web_answers(base: str) -> bool:
+    """True once the web server at ``base`` answers HTTP (/healthz; any status means it listens)."""
+    try:
+        urllib.request.urlopen(f"{base}/healthz", timeout=2).close()  # noqa: S310 - our own http://127.0.0.1 server
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 class _Stop(Exception):
@@ -113,8 +134,9 @@ class Command(BaseCommand):
             "worker-interactive": worker_command(queues.DEFAULT_QUEUE, 1, f"teams{os.getpid()}"),
             "worker-judge": worker_command(queues.JUDGE_QUEUES, 1, f"judge{os.getpid()}"),
             "beat": [py, "-m", "celery", "-A", "contest", "beat", "-l", "INFO"],
-            "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+            "web": [py, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--insecure"],
         }
+        web_env = dict(env, DEBUG="0")
         procs = {}
         log_dir = Path(settings.VAR_DIR) / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -127,12 +149,17 @@ class Command(BaseCommand):
             def start(name):
                 with open(log_dir / f"demo-{name}.log", "a") as log:
                     # own process group, so Ctrl-C in the terminal reaches us first and we stop them in order
-                    return subprocess.Popen(cmds[name], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603 - the demo's own commands (cmds above), argument lists
+                    run_env = web_env if name == "web" else env
+                    return subprocess.Popen(cmds[name], cwd=root, env=run_env, stdout=log, stderr=subprocess.STDOUT,  # noqa: S603 - the demo's own commands (cmds above), argument lists
                                             start_new_session=True)
             for name in cmds:
                 procs[name] = start(name)
             self.stdout.write(f"workers (teams' uploads; judge), beat and web started (logs in {log_dir}); "
-                              f"open {base}/  -- Ctrl-C stops")
+                              "waiting for the web server to answer ...")
+            self.stdout.flush()
+            if not self._wait_for_web(procs["web"], base, log_dir):
+                return
+            self.stdout.write(f"open {base}/  -- Ctrl-C stops")
             self.stdout.flush()
             restarts: dict[str, list[float]] = {name: [] for name in cmds}
             while True:
@@ -158,3 +185,17 @@ class Command(BaseCommand):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.stdout.write("stopped web, workers and beat")
+
+    def _wait_for_web(self, web: subprocess.Popen, base: str, log_dir: Path) -> bool:
+        """Wait until the web server answers (the URL is printed only then: opened earlier, it would fail);
+        False, with the reason, when it exits or does not answer within ``WEB_START_SECONDS``."""
+        deadline = time.monotonic() + WEB_START_SECONDS
+        while not web_answers(base):
+            if web.poll() is not None:
+                self.stderr.write(f"web exited with {web.returncode}; see {log_dir}/demo-web.log")
+                return False
+            if time.monotonic() > deadline:
+                self.stderr.write(f"web did not answer within {WEB_START_SECONDS:.0f} s; see {log_dir}/demo-web.log")
+                return False
+            time.sleep(0.25)
+        return True
