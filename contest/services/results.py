@@ -298,6 +298,21 @@ class PublishError(ServiceError, ValueError):
     status = 409
 
 
+def publishable_rounds(contest: Contest, numbers: list[int]) -> tuple[list[int], str]:
+    """Which of the rounds ``numbers`` the results may be published through now (those
+    :func:`check_publishable` accepts) and, when none, why (the last refusal, in the active language; ""
+    when some are): the console offers only these, so its confirmation never precedes a refusal."""
+    publishable, reason = [], gettext("no round has been played yet: close an anonymization phase first")
+    for number in numbers:
+        try:
+            check_publishable(contest, number)
+        except PublishError as exc:
+            reason = str(exc)
+        else:
+            publishable.append(number)
+    return publishable, "" if publishable else reason
+
+
 def check_publishable(contest: Contest, through_round: int | None) -> None:
     """Refuse publishing through a round that is not played (its sets are not pseudonymized yet) or
     whose attack phase has not closed (its team attacks are not all in: every attacker sum would

@@ -182,19 +182,12 @@ def console_contest(request, slug):
 
 
 def _publish_choices(contest, played: list) -> dict:
-    """The rounds the results may be published through now (those ``results.check_publishable`` accepts:
-    played, their attack phases closed) and, when there is none, why: the form offers only these and is
-    disabled with the reason otherwise, so its confirmation never comes before a refusal."""
-    publishable, reason = [], _("No round has been played yet")
-    for rnd in played:
-        try:
-            results.check_publishable(contest, rnd.number)
-        except results.PublishError as exc:
-            reason = str(exc)
-        else:
-            publishable.append(rnd)
-    return {"played_rounds": played, "publishable_rounds": publishable,
-            "publish_refusal": "" if publishable else reason}
+    """The played rounds the results may be published through now (``results.publishable_rounds``: their
+    attack phases closed) and, when there is none, why: the form offers only these and is disabled with the
+    reason otherwise, so its confirmation never comes before a refusal."""
+    numbers, reason = results.publishable_rounds(contest, [rnd.number for rnd in played])
+    return {"played_rounds": played, "publishable_rounds": [rnd for rnd in played if rnd.number in numbers],
+            "publish_refusal": reason}
 
 
 def _job_counts(contest) -> dict:
