@@ -125,14 +125,15 @@ def test_every_page_kind_passes_axe(demo_site, browser, shot):
 
 def test_team_page_and_console_on_a_phone(demo_site, browser, shot):
     """390 px: the privacy preview's score table fits its card, the preview's per-user table and leak map are
-    folded (the maps drawn at the card's width when opened), the team page stays short, and the console's
-    checksum of a training file wraps."""
+    folded (the maps drawn at the card's width when opened), each upload history shows the newest upload and
+    folds the earlier ones (a checkbox the keyboard ticks shows them; 1280 px shows them all), the team page
+    stays short, and the console's checksum of a training file wraps."""
     from django.contrib.auth import get_user_model
 
     from contest.models import Dataset
     base, contest = demo_site
     alice = get_user_model().objects.get(username="alice")
-    _upload_with_previews(contest, alice)
+    _upload_with_previews(contest, alice, seeds=(1, 2, 3))
     rnd = contest.rounds.get(number=2)
     rnd.training_data = Dataset.objects.filter(round=rnd).first().original
     rnd.training_kind = "traces"
@@ -148,6 +149,7 @@ def test_team_page_and_console_on_a_phone(demo_site, browser, shot):
             wide = table.evaluate("t => t.scrollWidth - t.parentNode.clientWidth")
             assert wide <= 1, f"the preview's score table is {wide}px wider than its card ({lang})"
         assert page.locator("details.preview-part:not([open])").count() == 4
+        _earlier_uploads_fold(page, lang)
         assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
         height = page.evaluate("document.documentElement.scrollHeight")
         assert height < 6500, f"the team page is {height}px tall at 390 px ({lang})"
@@ -165,6 +167,29 @@ def test_team_page_and_console_on_a_phone(demo_site, browser, shot):
         assert page.locator("p.training code").count() == 1
         assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
         ctx.close()
+
+
+def _earlier_uploads_fold(page, lang: str) -> None:
+    """Each history of three uploads shows only the newest (the default final set) on a phone; the checkbox
+    'Show all 3 uploads', reached by Tab and ticked by Space, shows the three and folds them again; at
+    1280 px the three rows show and the checkbox does not."""
+    label = {"en": "Show all 3 uploads", "ja": "3 件のアップロードをすべて表示"}[lang]
+    histories = page.locator("table[id^=history-ds]").all()
+    assert len(histories) == 2
+    for table in histories:
+        assert table.locator("tbody tr").count() == 3
+        assert table.locator("tbody tr:visible").count() == 1, f"earlier uploads not folded ({lang})"
+        assert table.locator("tbody tr.is-final").is_visible()
+    box = page.get_by_role("checkbox", name=label).first
+    _tab_to(page, f"#{box.get_attribute('id')}")
+    page.keyboard.press("Space")
+    assert histories[0].locator("tbody tr:visible").count() == 3
+    assert histories[1].locator("tbody tr:visible").count() == 1              # each history folds on its own
+    page.keyboard.press("Space")
+    assert histories[0].locator("tbody tr:visible").count() == 1
+    page.set_viewport_size({"width": 1280, "height": 900})
+    assert all(t.locator("tbody tr:visible").count() == 3 for t in histories) and not box.is_visible()
+    page.set_viewport_size({"width": 390, "height": 844})
 
 
 def _upload_with_previews(contest, user, seeds=(1, 2)):
