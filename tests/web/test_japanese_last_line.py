@@ -88,6 +88,21 @@ def test_the_apis_errors_read_in_japanese_with_accept_language(generated):
     assert "no API endpoint" in r.json()["error"]["message"]
 
 
+def test_an_oversized_gz_is_refused_in_japanese(generated):
+    """The size rule's 413 for a .gz whose CSV is larger than the contest's limit, in the request's language."""
+    import gzip
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    type(generated).objects.filter(pk=generated.pk).update(upload_size_limit=4096)
+    ds = generated.rounds.get().datasets.get(number=1, challenge=1)
+    big = gzip.compress(b"reg_id\n" + b"1\n" * 10_000)
+    r = ja_api("alpha1").post(f"/api/datasets/{ds.pk}/anonymized-sets/",
+                              {"file": SimpleUploadedFile("anotraces.csv.gz", big)}, format="multipart")
+    assert r.status_code == 413, r.content[:300]
+    message = r.json()["error"]["message"]
+    assert "4\xa0KiB" in message and not english(message), message
+
+
 def _example(template: str) -> str:
     """``template`` filled with stand-in values: names (A1), numbers, a reason the catalog knows."""
     names = re.findall(r"%\((\w+)\)s", template)
