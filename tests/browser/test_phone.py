@@ -89,6 +89,10 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
     page.goto(f"{base}/c/demo/team/?round=1")
     final_cells = page.locator("table[id^=history-ds] tbody tr td:last-child")
     assert final_cells.count() >= 2 and not _inside(page, final_cells), _inside(page, final_cells)
+    # each card's preview value is labelled "preview s_I,min" in the page language ("previews_I,min" before: the
+    # header's <br> vanished from the label)
+    label = page.locator("table[id^=history-ds] tbody tr td:nth-child(4)").first.get_attribute("data-label")
+    assert label == ("preview s_I,min" if lang == "en" else "プレビュー s_I,min"), label
     assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
     # the attack phase open: the attack forms come before the long tables of the anonymized sets
     rnd = contest.rounds.get(number=1)
