@@ -12,8 +12,9 @@ dataset's public set (``judge.judge_attack_seeds``), and the private pseudonymiz
 per dataset, not per upload, so the same file uploaded twice gets the same preview. The judge
 draws its own pseudonyms at the phase close (rules §6), and the pseudonym order moves the random
 attacks a little (T2/T3 assign users greedily in pseudonym order), so the preview also runs the
-attacks on :data:`DRAWS` - 1 further private pseudonymizations and the card shows the range of
-s_I,min and s_T,min over all of them: the judge's figure is one more such draw.
+attacks on :data:`DRAWS` - 1 further private pseudonymizations: the judge's figure is one more such
+draw, and the card shows the draws and a 95% prediction interval for it (:func:`preview_interval`; the
+bare range of 4 draws would hold the judge's figure only 3 times in 5, yet reads as a bound).
 
 Nothing of it enters the results: no Score or JudgeAttackResult row is
 written. A phase close pre-empts the previews of sets that are not final: requesting the close
@@ -32,13 +33,13 @@ from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
 from contest.services.judge import anonymization_closing, final_set_ids, judge_attack_seeds, preview_settings
 from scoring.algorithms.registry import judge_defaults
-from scoring.preview import leak_map, per_user_csv, per_user_rows, preview
+from scoring.preview import PREDICTION_LEVEL, leak_map, per_user_csv, per_user_rows, prediction_interval, preview
 from scoring.scores import MEAN_DISTANCE
 from scoring.seeds import derived_seed
 
 #: Riskiest users kept in the summary for the team page (the CSV has them all).
 TOP_USERS = 10
-#: Private pseudonymizations attacked per preview (the shown one and the others of the range).
+#: Private pseudonymizations attacked per preview (the shown one and the others of the interval).
 DRAWS = 4
 
 
@@ -64,14 +65,12 @@ def preview_command(contest, ds, seed: int, attack_seeds: dict[str, int] | None 
     return cmd + ["--per-user", "risk.csv"]
 
 
-def preview_range(draws: list[dict]) -> dict:
-    """{"s_i_min": [low, high], "s_t_min": [low, high]} over the preview's pseudonymizations (None for a
-    kind no attack scored)."""
-    out = {}
-    for key in ("s_i_min", "s_t_min"):
-        values = [d[key] for d in draws if d[key] is not None]
-        out[key] = [min(values), max(values)] if values else None
-    return out
+def preview_interval(draws: list[dict]) -> dict:
+    """{"s_i_min": interval, "s_t_min": interval}: the prediction interval of the judge's figure from the
+    preview's pseudonymizations (:func:`scoring.preview.prediction_interval`; None for a kind no attack
+    scored), and its ``level``."""
+    out = {key: prediction_interval([d[key] for d in draws]) for key in ("s_i_min", "s_t_min")}
+    return {"level": PREDICTION_LEVEL, **out}
 
 
 def risk_order(row: tuple) -> tuple:
@@ -110,7 +109,7 @@ def compute_preview(aset: AnonymizedSet, *, job=None) -> PrivacyPreview | None:
     leaks = leak_map(grid, truth, anon, result.attacks, axis=settings["axis"])
     top = sorted(rows, key=risk_order)[:TOP_USERS]
     summary = {**result.as_dict(), "version": scoring.__version__, "users": truth.m,
-               "attack_seeds": attack_seeds, "draws": draws, "range": preview_range(draws),
+               "attack_seeds": attack_seeds, "draws": draws, "interval": preview_interval(draws),
                "reidentified_users": leaks["users"], "header": list(header), "top_users": [list(r) for r in top]}
     try:
         with transaction.atomic():

@@ -23,6 +23,7 @@ from contest import job_kinds, permissions, selectors
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from contest.services.errors import ServiceError
+from scoring.preview import PREDICTION_LEVEL
 from scoring.vocabulary import AttackKind
 
 from . import page_cache
@@ -183,8 +184,14 @@ def _preview_block(contest, ds: Dataset, aset: AnonymizedSet, p: PrivacyPreview)
                       "values": [v / exposed_total for v in leaks["exposed"]],
                       "label": _("Share of re-identified users' events published unchanged, per region")}}]
     command = " ".join(previews.preview_command(contest, ds, p.seed, s.get("attack_seeds")))
+    # the judge's figure is one more pseudonymization draw: a prediction interval from the draws, computed
+    # here so that previews stored with the former bare range show it too
+    draws = s.get("draws") or []
     return {"aset": aset, "p": p, "summary": s, "attacks": attacks, "top": top, "maps": maps,
-            "command": command, "range": s.get("range"), "draws": len(s.get("draws") or []),
+            "command": command, "draws": len(draws), "interval": previews.preview_interval(draws),
+            "level": round(100 * PREDICTION_LEVEL),
+            "draw_values": {key: ", ".join(f"{d[key]:.4f}" for d in draws if d[key] is not None)
+                            for key in ("s_i_min", "s_t_min")},
             "judge_seeds": bool(s.get("attack_seeds"))}
 
 

@@ -12,7 +12,7 @@ import scoring
 from contest import job_kinds
 from contest.models import AnonymizedSet, Dataset, Job, JudgeAttackResult, PrivacyPreview, PublicSet, Score
 from contest.services import data, judge, previews, results, storage, uploads
-from scoring.preview import preview
+from scoring.preview import prediction_interval, preview
 from scoring.pseudonymize import Pseudonymized
 from tests.contest.conftest import SMALL_USERS, anonymize_csv, user
 
@@ -173,12 +173,12 @@ def test_the_shown_command_prints_the_previews_figures(make_contest, extra, tmp_
     assert (tmp_path / "risk.csv").read_bytes() == storage.read_bytes(p.per_user)
 
 
-def test_the_preview_says_what_it_is_same_file_same_preview_judge_seeds_and_a_range(
+def test_the_preview_says_what_it_is_same_file_same_preview_judge_seeds_and_an_interval(
         generated, django_capture_on_commit_callbacks):
     """Issue 22 item 5: the same file uploaded three times gets the same preview (the pseudonymization is
     seeded per dataset, the attacks with the judge's seeds); its attacks ran with the seeds the judge's
-    attacks then use at the close; and the summary carries the range over several pseudonymizations,
-    which holds the preview's own minima."""
+    attacks then use at the close; and the summary carries the 95% prediction interval of the judge's
+    figure from several pseudonymizations, which holds the judge's minima here."""
     ds = _team_ds(generated, 1, 2)
     content = anonymize_csv(ds, "A4-PL", seed=5)
     asets = []
@@ -195,13 +195,20 @@ def test_the_preview_says_what_it_is_same_file_same_preview_judge_seeds_and_a_ra
         assert (p.summary["s_i_min"], p.summary["s_t_min"]) == (first["s_i_min"], first["s_t_min"])
     assert len(first["draws"]) == previews.DRAWS and first["draws"][0]["seed"] == previews_[0].seed
     assert len({d["seed"] for d in first["draws"]}) == previews.DRAWS
+    assert first["interval"]["level"] == 0.95 and "range" not in first
     for key in ("s_i_min", "s_t_min"):
-        low, high = first["range"][key]
-        assert low <= first[key] <= high
-        assert [low, high] == [min(d[key] for d in first["draws"]), max(d[key] for d in first["draws"])]
+        interval = first["interval"][key]
+        assert interval == prediction_interval([d[key] for d in first["draws"]])
+        assert interval["low"] <= first[key] <= interval["high"]
     # the judge's attacks at the close run with exactly the seeds the preview used
     rnd = generated.rounds.get()
     ps = next(p for p in judge.close_anonymization(rnd) if p.dataset_id == ds.pk)
     judge.run_judge_attacks(ps)
     ran = {r.algorithm: r.seed for r in JudgeAttackResult.objects.filter(public_set=ps)}
     assert ran == {a["name"]: a["seed"] for a in first["attacks"]} == first["attack_seeds"]
+    # the judge's figure is one more draw: here inside the 95% prediction interval (as 19 times in 20,
+    # tests/scoring/test_preview_interval.py)
+    published = JudgeAttackResult.objects.filter(public_set=ps, current=True)
+    for key, kind in (("s_i_min", "reidentification"), ("s_t_min", "trace_inference")):
+        judge_min = min(r.score for r in published if r.kind == kind)
+        assert first["interval"][key]["low"] - 1e-12 <= judge_min <= first["interval"][key]["high"] + 1e-12

@@ -9,6 +9,7 @@ import pytest
 import scoring
 from contest.models import AnonymizedSet, Dataset, PrivacyPreview
 from contest.services import storage, uploads
+from scoring.preview import prediction_interval
 from tests.contest.conftest import anonymize_csv, built_on_generated, user
 
 pytestmark = pytest.mark.django_db
@@ -112,8 +113,12 @@ def test_the_card_shows_the_final_sets_preview_and_each_upload_page_its_own(two_
     p1 = PrivacyPreview.objects.get(anonymized_set=first)
     assert f"Privacy preview of upload #{first.seq}" in html and "preview-of-final" in html
     assert f"Privacy preview of upload #{second.seq}" not in html
-    low, high = p1.summary["range"]["s_t_min"]
-    assert f"{low:.4f}–{high:.4f}" in html and "range over 4 pseudonymizations" in html
+    # the judge's figure as one more draw: the draws and a 95% prediction interval, said not to be a bound
+    interval = prediction_interval([d["s_t_min"] for d in p1.summary["draws"]])
+    assert "judge's figure, 95% prediction interval" in html and "range over" not in html
+    assert (f"{interval['low']:.4f}–{interval['high']:.4f}" if interval["sd"] else f"{interval['mean']:.4f}*") in html
+    assert "s_T,min " + ", ".join(f"{d['s_t_min']:.4f}" for d in p1.summary["draws"]) in html
+    assert "holds it about 95 times in 100, not always: it is not a bound" in html
     assert "the seed the judge's attack will use on this set" in html
     assert "--attack-seeds " + ",".join(f"{k}={v}" for k, v in p1.summary["attack_seeds"].items()) in html
     for aset, other in ((first, second), (second, first)):
