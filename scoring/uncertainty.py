@@ -17,18 +17,24 @@ So the intervals are built from per-attack intervals instead
   (:func:`boundary_estimates`: z^2/2 pseudo-users at 0 and at 1), which hold where a score sits
   near or at 0 or 1 (plug-in standard errors there gave 0.05-0.89 coverage, and a zero width at
   exactly 0 or 1);
-- the lower bound of a minimum is the lowest per-attack lower bound at ``z(alpha/2)``: it lies below
-  the truth whenever the attack with the lowest true score has its own lower bound below its truth.
-  This is the least favourable case (one attack far below the others), and the data cannot tell it
-  from ties: a lower bound that assumes the attacks that look tied are tied missed the truth in 19%
-  of sets with one attack 2 standard errors below 19 others;
-- the upper bound is the lowest per-attack upper bound at the max-type multiplier of the attacks'
-  joint distribution (:func:`joint_normal`, :func:`simultaneous_constant`): all attacks of a set see
-  the same users, so correlated attacks need less than Bonferroni's z(alpha/(2A)); it lies above the
-  truth unless some attack's upper bound falls below its own truth;
-- a leaderboard value is a sum of n set minima (the round's overall: 2; the weighted total: 2 per
-  round): one joint bound for the sum, the lower bounds at ``z(alpha/2)/sqrt(n)`` (n independent
-  errors add up to sqrt(n) standard errors) and the upper bounds at the multiplier of the sum.
+- the lower bound of a minimum is the lowest per-attack lower bound: it lies below the truth whenever
+  the attack with the lowest true score has its own lower bound below its truth. This is the least
+  favourable case (one attack far below the others), and the data cannot tell it from ties: a lower
+  bound that assumes the attacks that look tied are tied missed the truth in 19% of sets with one
+  attack 2 standard errors below 19 others. So with many independent tied attacks the interval stays
+  about 2.2 times as wide as the oracle's (the width the estimated minimum's own sampling distribution
+  needs), whatever the upper bound does;
+- the upper bound is the lowest per-attack upper bound at the max-type multiplier of the attacks' joint
+  distribution (:func:`joint_normal`, :func:`sum_constant`): all attacks of a set see the same users,
+  so correlated attacks need less than Bonferroni's z(alpha/(2A)); only the attacks that can be the
+  minimum count (estimate - 4 se below the lowest estimate + 4 se);
+- the two sides miss in opposite cases (the upper bound when attacks tie, the lower bound when one lies
+  far below), so alpha = 5% is shared between them as the joint distribution allows
+  (:func:`split_tails`) instead of 2.5% each: one attack keeps z(alpha/2) on both sides;
+- a leaderboard value is a weighted sum of set minima (the round's overall: the IDP set's s_I,min plus
+  the TRP set's s_T,min; the weighted total: both over the rounds at their weights): one joint bound
+  for the sum (:func:`sum_bounds`), each term's share of it by its weight times its standard error
+  (alpha split n ways was too wide; equal shares with the 2019 weights 0.1 and 0.9 covered 0.84).
 
 Every ranked quantity is non-decreasing in every attack score, so feeding the
 per-attack bounds through the platform's own rules (``scoring.results.rule_values``)
@@ -45,14 +51,17 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
 from . import scores
 from .results import (
     AWARD_RULES,
+    IDP,
     LEADERBOARD_TOTAL,
     OVERALL,
+    TRP,
     RuleValues,
+    SetRef,
     leaderboard_name,
     not_counted_reason,
     rule_values,
@@ -173,53 +182,148 @@ def _projection(m: int) -> np.ndarray:
     return np.random.default_rng(m).standard_normal(m)
 
 
-def simultaneous_constant(z: np.ndarray, *, level: float = LEVEL, terms: int = 1, seed: int = 0) -> np.ndarray:
+def simultaneous_constant(z: np.ndarray, *, level: float = LEVEL) -> np.ndarray:
     """(...,) the multiplier c of the upper bounds score + c se of one set's attacks (max-type).
 
     When the attacks are tied (the least favourable case for an upper bound of a minimum), the
-    minimum over a of (estimate_a + c se_a) falls below the true minimum when min_a (Z_a + c) < 0.
-    For a sum of ``terms`` such minima (independent sets, alike), c is the (1 - alpha/2) quantile of
-    -mean_k min_a Z_ka over ``terms`` independent copies: one joint bound for the sum, not alpha
-    split ``terms`` ways. One attack and one term: z(alpha/2); 20 independent attacks: about
-    z(alpha/40) (what Bonferroni gives); correlated attacks: less.
+    minimum over a of (estimate_a + c se_a) falls below the true minimum when min_a (Z_a + c) < 0,
+    so c is the (1 - alpha/2) quantile of -min_a Z_a. One attack: z(alpha/2); 20 independent
+    attacks: about z(alpha/40) (what Bonferroni gives); correlated attacks: less.
 
     Args:
         z: (..., S, A) draws of :func:`joint_normal`.
     """
-    lowest = np.asarray(z).min(axis=-1).astype(np.float64)
-    if terms > 1:
-        rng = np.random.default_rng(seed)
-        lowest = np.mean([rng.permuted(lowest, axis=-1) for _ in range(terms)], axis=0)
-    return np.quantile(-lowest, 1.0 - (1.0 - level) / 2, axis=-1)
+    return np.quantile(-np.asarray(z).min(axis=-1).astype(np.float64), 1.0 - (1.0 - level) / 2, axis=-1)
 
 
-def attack_bounds(num, den=None, *, level: float = LEVEL, terms: int = 1,
-                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Per-attack (lower, upper) bounds whose minima bound the minimum of the attacks' true scores.
+def sum_constant(draws: list, scale) -> np.ndarray:
+    """(..., S) the multiplier c of the upper bounds of a weighted sum of K set minima that each joint draw needs.
+
+    With every set's attacks tied (the least favourable case for an upper bound), sum_k w_k min_a
+    (estimate_ka + c se_ka) falls below the true sum when sum_k w_k min_a (Z_ka + c) se_ka < 0. Tied
+    attacks of a set have about the same standard error, so it is taken as the set's one ``scale``
+    s_k = w_k se_k: the sum falls below when c < -sum_k s_k min_a Z_ka / sum_k s_k. A quantile of
+    that over the draws (:func:`split_tails`) is one joint bound for the sum, not alpha split K ways.
+    One term: -min_a Z_a, whose (1 - alpha/2) quantile is :func:`simultaneous_constant`.
+
+    Args:
+        draws: K arrays (..., S, A_k) of :func:`joint_normal` (independent sets: independent draws).
+        scale: (K, ...) each term's weight times its standard error (score units).
+    """
+    if len(draws) == 1:
+        return -np.asarray(draws[0]).min(axis=-1).astype(np.float64)
+    s = np.asarray(scale, dtype=np.float64)
+    lowest = np.stack([np.asarray(z).min(axis=-1) for z in draws]).astype(np.float64)   # (K, ..., S)
+    total = s.sum(axis=0)   # 0 only when every weight is 0: the sum is then 0 whatever c
+    need = -(s[..., None] * lowest).sum(axis=0) / np.where(total > 0, total, 1.0)[..., None]
+    return need
+
+
+def split_tails(need: np.ndarray, scale, *, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
+    """(c, z_low), each (...,): the upper bounds' multiplier and the lower bounds' normal quantile,
+    sharing alpha = 1 - level between the two sides as the attacks' joint distribution allows.
+
+    The two sides miss in opposite cases: the upper bound in the tied case (probability alpha_U, c the
+    (1 - alpha_U) quantile of ``need``), the lower bound in the separated case (one attack per set far
+    below the others), where the upper bound misses only when sum_k s_k (Z_k + c) < 0, with probability
+    Phi(-c sum s / sqrt(sum s^2)). So the lower bound can take alpha_L = alpha - that, and both cases
+    miss at most alpha. Of alpha_U in alpha/2 ... alpha (11 steps) the one with the narrowest interval,
+    c sum s + z_low sqrt(sum s^2), is taken: one attack gets z(alpha/2) on both sides, as before;
+    20 independent tied attacks about c = 2.80 and z_low = 1.67 instead of 3.02 and 1.96.
+
+    Args:
+        need: (..., S) the multiplier each joint draw needs (:func:`sum_constant`).
+        scale: (K, ...) each term's weight times its standard error.
+    """
+    alpha = 1.0 - level
+    s = np.asarray(scale, dtype=np.float64)
+    s_sum, s_norm = s.sum(axis=0), np.sqrt((s * s).sum(axis=0))
+    ratio = np.divide(s_sum, s_norm, out=np.ones_like(s_sum), where=s_norm > 0)[..., None]
+    tails = alpha * np.linspace(0.5, 1.0, 11)
+    c = np.moveaxis(np.quantile(need, 1.0 - tails, axis=-1), 0, -1)           # (..., 11)
+    alpha_low = alpha - ndtr(-c * ratio)
+    z_low = np.where(alpha_low > 0, ndtri(1.0 - np.clip(alpha_low, 1e-300, None)), np.inf)
+    best = np.argmin(c * s_sum[..., None] + z_low * s_norm[..., None], axis=-1)[..., None]
+    return np.take_along_axis(c, best, axis=-1)[..., 0], np.take_along_axis(z_low, best, axis=-1)[..., 0]
+
+
+def sum_bounds(terms: list, weights=None, *, level: float = LEVEL, seeds=None) -> list:
+    """Per-attack bounds whose minima, weighted and summed, bound the weighted sum of K set minima.
+
+    A leaderboard value is sum_k w_k min_a theta_ka over K sets (a challenge board: K = 1; a round's
+    overall: the team's IDP set's s_I and TRP set's s_T, weights 1; the weighted total: both sets of
+    every round, at the round's weight), the sets' users drawn independently. One joint bound for the
+    sum, at ``level`` two-sided:
+
+    - lower: attack a of term k at its Agresti-Coull centre - d_ka se_ka (:func:`boundary_estimates`),
+      d_ka = z_low w_k se_ka / sqrt(w_k^2 se_ka^2 + sum_{j != k} w_j^2 min_b se_jb^2) (min over the
+      attacks that can be the minimum). The least favourable case is one attack per set far below
+      the others; the sum's lower bound then errs by sum_k w_k se_k (Z_k - d_k), and this d makes
+      that exceed 0 with probability at most alpha_L = 1 - Phi(z_low) whichever attacks are the true
+      minima (K = 1: d = z_low; K alike terms: z_low/sqrt(K));
+    - upper: every attack at its centre + c se_ka with the sum's multiplier c (:func:`sum_constant`
+      of the sets' :func:`joint_normal` draws), missing in the tied case with probability alpha_U;
+    - c and z_low chosen together by :func:`split_tails`, so neither case misses more than alpha.
+
+    Args:
+        terms: K pairs (num (..., A_k, m_k), den broadcast against num, or None: 1), leading axes alike.
+        weights: (K,) the terms' weights (None: 1 each).
+        level: two-sided level of the interval of the sum.
+        seeds: K seeds of the terms' joint draws (None: 0, 1, ...).
+    Returns:
+        K pairs (lower, upper), each (..., A_k) in [0, 1], each holding its attack's estimate.
+    """
+    k = len(terms)
+    w = np.ones(k) if weights is None else np.asarray(weights, dtype=np.float64)
+    seeds = range(k) if seeds is None else seeds
+    z = _z((1.0 - level) / 2)
+    parts = [(np.asarray(num, dtype=np.float64), den) for num, den in terms]
+    est = [ratio_estimates(num, den)[0] for num, den in parts]
+    se0 = [boundary_estimates(num, den, z=z)[1] for num, den in parts]
+    # each term's scale: its smallest standard error among the attacks that can be its minimum (those
+    # whose estimate - 4 se lies below the lowest estimate + 4 se: the true minimum is outside with
+    # probability below 1e-4), so that a useless attack's small se near 1 does not count
+    # (the same attacks are the only ones the upper bound's multiplier looks at: a set's useless attacks
+    # far above its minimum cannot take the upper bound below the truth)
+    near = [e - 4 * s <= (e + 4 * s).min(axis=-1, keepdims=True) for e, s in zip(est, se0)]
+    scale = np.stack([wk * np.where(n, s, np.inf).min(axis=-1) for wk, n, s in zip(w, near, se0)])   # (K, ...)
+    draws = [joint_normal(num, den, seed=s) for (num, den), s in zip(parts, seeds)]
+    draws = [np.where(n[..., None, :], z, np.inf) for n, z in zip(near, draws)]
+    c, z_low = split_tails(sum_constant(draws, scale), scale, level=level)
+    floor = scale**2
+    rest = floor.sum(axis=0)
+    lowers = []
+    for j, (num, den) in enumerate(parts):
+        spread = np.sqrt((w[j] * se0[j]) ** 2 + (rest - floor[j])[..., None])
+        d = z_low[..., None] * np.divide(w[j] * se0[j], spread, out=np.ones_like(spread), where=spread > 0)
+        centre, se = boundary_estimates(num, den, z=d)
+        lowers.append(np.minimum(np.clip(centre - d * se, 0.0, 1.0), est[j]))
+    c = c[..., None]
+    uppers = []
+    for j, (num, den) in enumerate(parts):
+        centre, se = boundary_estimates(num, den, z=c)
+        uppers.append(np.maximum(np.clip(centre + c * se, 0.0, 1.0), est[j]))
+    return list(zip(lowers, uppers))
+
+
+def attack_bounds(num, den=None, *, level: float = LEVEL, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Per-attack (lower, upper) bounds whose minima bound the minimum of the attacks' true scores:
+    :func:`sum_bounds` of one term.
 
     Args:
         num: (..., A, m) per-user numerators of the A counted attempts on one set in one kind;
             den: their denominators, broadcast against ``num`` (None: 1).
         level: two-sided level of the interval of the minimum.
-        terms: the minimum is one of ``terms`` summed set minima; the bounds are then those of the
-            sum (summed over its terms), not of each term.
         seed: seeds the joint draws behind the upper bounds' multiplier.
     Returns:
-        (lower, upper), each (..., A), in [0, 1]. Lower: the Agresti-Coull lower bound at
-        z(alpha/2)/sqrt(terms) (:func:`boundary_estimates`): the least favourable case for a lower
-        bound of a minimum is one attack far below the others, and n such terms, summed, err by
-        sqrt(n) standard errors. Upper: the Agresti-Coull upper bound at the max-type multiplier of
-        :func:`simultaneous_constant`. Each holds its attack's estimate.
+        (lower, upper), each (..., A), in [0, 1], each holding its attack's estimate: the
+        Agresti-Coull bounds (:func:`boundary_estimates`), the upper at the max-type multiplier of
+        the attacks' joint distribution, the lower at the normal quantile left by the upper's share
+        of alpha (:func:`split_tails`; one attack: z(alpha/2) on both sides). The least favourable
+        case for the lower bound of a minimum is one attack far below the others, for the upper
+        bound all attacks tied.
     """
-    num = np.asarray(num, dtype=np.float64)
-    est = ratio_estimates(num, den)[0]
-    z_low = _z((1.0 - level) / 2) / np.sqrt(terms)
-    centre, se = boundary_estimates(num, den, z=z_low)
-    lower = np.minimum(np.clip(centre - z_low * se, 0.0, 1.0), est)
-    c = simultaneous_constant(joint_normal(num, den, seed=seed), level=level, terms=terms, seed=seed)[..., None]
-    centre, se = boundary_estimates(num, den, z=c)
-    upper = np.maximum(np.clip(centre + c * se, 0.0, 1.0), est)
-    return lower, upper
+    return sum_bounds([(num, den)], level=level, seeds=[seed])[0]
 
 
 def minimum_interval(num, den=None, *, level: float = LEVEL, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -330,7 +434,7 @@ class Columns:
     """Which columns of :class:`scoring.results.RuleValues` hold what (see :func:`replicate_values`).
 
     ``published``: the stored scores (column 0); ``bounds``: n -> (lower, upper) columns of the
-    quantities that are a sum of n set minima (:func:`attack_bounds` with ``terms=n``);
+    quantities that are a sum of n set minima (:func:`sum_bounds` of the groups of :func:`bound_groups`);
     ``bootstrap``: the slice of the B bootstrap replicates; ``attempts``: (AttackRow, (C,) its
     columns) of every counted attack row, as they went into the rules.
     """
@@ -351,6 +455,22 @@ def bound_terms(results) -> dict[str, int]:
         for c in (1, 2):
             out[leaderboard_name(r, c)] = 1
     return out
+
+
+def bound_groups(results) -> dict[int, list]:
+    """n -> the groups of set minima that one leaderboard value of n terms sums: lists of
+    (SetRef, kind, weight). n = 1: no groups (every set minimum alone); 2: each team's IDP set (s_I) and
+    TRP set (s_T) of a round, weights 1; 2R (R > 1 rounds): both sets of every round of a team, at the
+    round's weight. The sets of a group are a team's own, so each set is in one group per n."""
+    rounds = [r for r, _ in results.round_weights]
+    weight = dict(results.round_weights)
+    teams = sorted({s.set.team for s in results.sets})
+    pair = ((IDP, REIDENTIFICATION), (TRP, TRACE_INFERENCE))
+    groups = {2: [[(SetRef(r, t, c), kind, 1.0) for c, kind in pair] for t in teams for r in rounds]}
+    if len(rounds) > 1:
+        groups[2 * len(rounds)] = [[(SetRef(r, t, c), kind, float(weight[r])) for r in rounds for c, kind in pair]
+                                   for t in teams]
+    return groups
 
 
 def replicate_values(results, attack_vectors: list, *, seed: int,
@@ -376,7 +496,7 @@ def replicate_values(results, attack_vectors: list, *, seed: int,
     for row, vec in attack_vectors:
         if row.set in valid and not not_counted_reason(row, valid[row.set]):
             by_set.setdefault((row.set, row.kind), []).append((row, vec))
-    attempts = []
+    attempts, tables = [], {}
     drawn: dict = {}   # the set whose replicates were drawn last -> (replicates, m) counts: I and T share them
     for (ref, kind), rows in sorted(by_set.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         score = np.array([float(row.score) for row, _ in rows])
@@ -389,14 +509,40 @@ def replicate_values(results, attack_vectors: list, *, seed: int,
                 drawn = {ref: resample_counts(num.shape[1], B, seed=derived_seed(seed, ref.key))}
             counts = drawn[ref]
             table[have, first_boot:] = (num @ counts.T) / _replicate_totals(den, counts)
-            for n, (lo, hi) in bounds.items():
-                table[have, lo], table[have, hi] = attack_bounds(num, den, terms=n,
-                                                                 seed=derived_seed(seed, ref.key, kind, "joint"))
+            tables[(ref, kind)] = (table, have, num, den, derived_seed(seed, ref.key, kind, "joint"))
         attempts += [(row, table[i]) for i, (row, _) in enumerate(rows)]
+    _fill_bounds(tables, bounds, bound_groups(results))
     values = rule_values(teams=results.teams, round_weights=dict(results.round_weights), valid=valid,
                          attempts=attempts, columns=first_boot + B)
     return values, Columns(published=0, bounds=bounds, bootstrap=slice(first_boot, first_boot + B),
                            attempts=tuple(attempts))
+
+
+def _fill_bounds(tables: dict, bounds: dict, groups: dict) -> None:
+    """Write the bounds columns of every attack row with per-user parts, in place.
+
+    Args:
+        tables: (SetRef, kind) -> (table (rows, C), row indices with parts, their num (A, m), den (A, m),
+            the seed of the set's joint draws).
+        bounds: n -> (lower column, upper column) (:class:`Columns`).
+        groups: n -> the groups summed by a value of n terms (:func:`bound_groups`); a set minimum in
+            no group of n (another kind than its challenge's, the benchmark's) gets its own bounds.
+    """
+    lo1, hi1 = bounds[1]
+    for n, (lo, hi) in sorted(bounds.items()):
+        done = set()
+        for group in [[(ref, kind, 1.0)] for ref, kind in sorted(tables)] if n == 1 else groups.get(n, []):
+            present = [(ref, kind, w) for ref, kind, w in group if (ref, kind) in tables]
+            keys = [(ref, kind) for ref, kind, _ in present]
+            found = sum_bounds([tables[k][2:4] for k in keys], [w for *_, w in present],
+                               seeds=[tables[k][4] for k in keys]) if keys else []
+            for key, (lower, upper) in zip(keys, found):
+                table, have = tables[key][:2]
+                table[have, lo], table[have, hi] = lower, upper
+            done.update(keys)
+        for key in set(tables) - done:   # in no group of n terms: the bounds of its own minimum
+            table, have = tables[key][:2]
+            table[have, lo], table[have, hi] = table[have, lo1], table[have, hi1]
 
 
 def _replicate_totals(den: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ from scoring.uncertainty import (
     resample_counts,
     simultaneous_constant,
     stability,
+    sum_bounds,
     swap_probabilities,
 )
 
@@ -58,12 +59,18 @@ def test_attack_bounds_one_attack_is_agresti_coull_ties_widen_only_the_upper_sid
     # the lower bound is the lowest attack's own; the upper multiplier is max-type over 5 independent attacks
     assert lo5 == pytest.approx(attack_bounds(missed)[0].min(), abs=1e-15)
     assert hi5 > minimum_interval(missed[[int(missed.mean(axis=1).argmin())]])[1]
-    # a far weaker attack cannot lower the bounds of the minimum
+    # a far weaker attack cannot lower the bounds of the minimum (it changes the simulated draws
+    # the multipliers come from by simulation noise, not the attacks they look at)
     strong = np.vstack([missed[:1], np.ones((1, 2000))])
-    assert minimum_interval(strong)[0] == pytest.approx(lo)
-    # a sum of n minima: lower bound at z/sqrt(n) (closer), upper at the sum's joint multiplier
-    lo_n, hi_n = attack_bounds(missed[:1], terms=4)
+    assert np.allclose(minimum_interval(strong), (lo, hi), atol=1e-3)   # a tenth of a standard error
+    # a sum of n alike minima: lower bound at z/sqrt(n) (closer), upper at the sum's joint multiplier
+    (lo_n, hi_n), *_ = sum_bounds([(missed[:1], None)] * 4, seeds=[1, 2, 3, 4])
     assert lo_n[0] > lo and hi_n[0] < hi
+    # unequal weights (the weighted total's 0.1 and 0.9): the heavy term's lower bound nears its own
+    # z(alpha/2), not z/sqrt(n) as alike terms would give
+    (_, _), (lo_h, _) = sum_bounds([(missed[:1], None), (missed[1:2], None)], [0.1, 0.9], seeds=[1, 2])
+    (_, _), (lo_e, _) = sum_bounds([(missed[:1], None), (missed[1:2], None)], seeds=[1, 2])
+    assert lo_h[0] < lo_e[0]
     # bounds stay in [0, 1] and a score of exactly 0 or 1 gets a positive width
     assert attack_bounds(np.ones((1, 2000)))[1][0] == 1.0 and attack_bounds(np.ones((1, 2000)))[0][0] < 0.999
     assert attack_bounds(np.zeros((1, 2000)))[1][0] > 0.001
