@@ -126,7 +126,9 @@ def frame_context(request, contest: Contest | None = None, *, nav: str | None = 
     user = request.user
     ctx = {"nav": nav, "sub": sub, "js_strings": js_strings()}
     if user.is_authenticated:
-        ctx["my_teams"] = list(Team.objects.filter(memberships__user=user).select_related("contest").order_by("contest__name"))
+        # a draft's team is not linked: its pages answer 404 to a member (contest.web.drafts)
+        ctx["my_teams"] = list(Team.objects.filter(memberships__user=user, contest__draft=False)
+                               .select_related("contest").order_by("contest__name"))
         ctx["is_any_organizer"] = permissions.is_any_organizer(user)
     else:
         ctx["my_teams"] = []

@@ -608,7 +608,9 @@ class LoginView(auth_views.LoginView):
         user = self.request.user
         if permissions.is_any_organizer(user) or permissions.can_create_contest(user):
             return reverse("web:console")
-        membership = user.memberships.select_related("team__contest").order_by("-team__contest__created_at").first()
+        # not a draft's team page: it answers 404 to a member until the organizers open the contest
+        membership = (user.memberships.filter(team__contest__draft=False).select_related("team__contest")
+                      .order_by("-team__contest__created_at").first())
         if membership is not None:
             return reverse("web:team", args=[membership.team.contest.slug])
         return reverse("web:join")

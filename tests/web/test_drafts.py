@@ -84,3 +84,18 @@ def test_the_contest_file_says_draft_or_not():
     # the demo opens at once; the example shows the key and stays a draft until opened
     assert yaml.safe_load((CONTEST_DIR / "demo.yaml").read_text())["contest"]["draft"] is False
     assert yaml.safe_load((CONTEST_DIR / "example_contest.yaml").read_text())["contest"]["draft"] is True
+
+
+def test_a_member_of_a_draft_is_not_sent_to_its_pages():
+    """Logging in lands a member on the join page, not on the draft's team page (a 404), and the header
+    links no team of a draft; once the contest is open, both lead to the team page."""
+    from contest.services.setup import open_to_public
+    contest = _draft()
+    client = Client()
+    r = client.post("/login/", {"username": "alpha1", "password": "pw"})
+    assert r.status_code == 302 and r["Location"] == "/join/"
+    assert "/c/dr/team/" not in client.get("/join/").content.decode()
+    open_to_public(contest)
+    client = Client()
+    assert client.post("/login/", {"username": "alpha1", "password": "pw"})["Location"] == "/c/dr/team/"
+    assert "/c/dr/team/" in client.get("/join/").content.decode()
