@@ -31,6 +31,7 @@ import scoring
 from contest import job_kinds
 from contest.models import AnonymizedSet, PrivacyPreview
 from contest.services import data, jobs, storage
+from contest.services.job_messages import say
 from contest.services.judge import anonymization_closing, final_set_ids, judge_attack_seeds, preview_settings
 from scoring.algorithms.registry import judge_defaults
 from scoring.preview import PREDICTION_LEVEL, leak_map, per_user_csv, per_user_rows, prediction_interval, preview
@@ -127,5 +128,5 @@ def privacy_preview_job(job, anonymized_set_id: int, round_id: int | None = None
     """Job handler; ``round_id`` is in the arguments so a phase close finds the round's queued previews."""
     p = compute_preview(AnonymizedSet(pk=anonymized_set_id), job=job)
     if p is None:
-        return "no preview: the set is not valid or the anonymization phase is closing"
-    return f"preview: s_I,min {p.summary['s_i_min']}, s_T,min {p.summary['s_t_min']}"
+        return say("no preview: the set is not valid or the anonymization phase is closing")
+    return say("preview: s_I,min %(s_i)s, s_T,min %(s_t)s", s_i=p.summary["s_i_min"], s_t=p.summary["s_t_min"])
