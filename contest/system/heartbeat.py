@@ -45,9 +45,26 @@ def memory_bytes(pid: int) -> int:
     return int(sum(resident_mb(p) for p in process_tree(pid)) * 1024 * 1024)
 
 
+def name_shared_with(name: str, now) -> tuple[str, int] | None:
+    """(hostname, pid) of another process whose live row carries ``name``, else None.
+
+    Rows are one per name, so two workers under one name (celery's default ``celery@<host>`` for both,
+    started by hand on one machine without ``-n``) overwrite each other's row: the System page, /readyz
+    and /metrics then see one of them. A worker killed and restarted within the stale time is also
+    found once, until its first beat replaces the old pid.
+    """
+    fresh = now - timedelta(seconds=settings.TRACECUP_WORKER_STALE_SECONDS)
+    return (WorkerHeartbeat.objects.filter(name=name, stopped_at__isnull=True, beat_at__gte=fresh)
+            .exclude(hostname=socket.gethostname(), pid=os.getpid()).values_list("hostname", "pid").first())
+
+
 def beat(name: str, queues: list[str], concurrency: int, started_at) -> None:
-    """Write this worker's row now (create it at the first beat)."""
+    """Write this worker's row now (create it at the first beat); warn when another process has its name."""
     now = timezone.now()
+    other = name_shared_with(name, now)
+    if other:
+        log.warning("worker %s: another process (%s pid %s) beats under the same name; give each worker its "
+                    "own name (celery worker -n NAME@%%h) or the System page and /readyz see only one", name, *other)
     WorkerHeartbeat.objects.update_or_create(name=name, defaults={
         "hostname": socket.gethostname(), "queues": queues, "pid": os.getpid(), "concurrency": concurrency,
         "rss_bytes": memory_bytes(os.getpid()), "started_at": started_at,

@@ -305,3 +305,22 @@ def test_worker_health_command_follows_this_hosts_heartbeat(settings):
         call_command("worker_health")
     with pytest.raises(CommandError):
         call_command("worker_health", host="elsewhere")
+
+
+@pytest.mark.django_db
+def test_a_second_worker_under_the_same_name_is_warned_of(settings, monkeypatch, caplog):
+    """Two workers started by hand on one machine without ``-n`` are both ``celery@<host>``: one row, so
+    the page saw one of them and nothing said why (issue 38's operator walk). The second one's beat warns."""
+    import os
+
+    from contest.system import heartbeat
+    settings.TRACECUP_WORKER_STALE_SECONDS = STALE_SECONDS
+    now = timezone.now()
+    heartbeat.beat("celery@here", ["results"], 1, now)
+    with caplog.at_level("WARNING", logger="contest.system.heartbeat"):
+        heartbeat.beat("celery@here", ["results"], 1, now)
+        assert not caplog.records, "its own row is not another worker's"
+        monkeypatch.setattr(os, "getpid", lambda: 424242)
+        heartbeat.beat("celery@here", ["interactive"], 1, now)
+    assert "same name" in caplog.text and "-n NAME@%h" in caplog.text
+    assert WorkerHeartbeat.objects.get(name="celery@here").queues == ["interactive"]
