@@ -704,7 +704,8 @@ class Announcement(models.Model):
     body = models.TextField(max_length=5000)
     created_at = models.DateTimeField(default=timezone.now)
     created_by = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    emailed_to = models.PositiveIntegerField(default=0, help_text="members the e-mail went to")
+    emailed_to = models.PositiveIntegerField(
+        default=0, help_text="e-mails sent: one per address of the approved teams' members and the organizers")
 
     class Meta:
         ordering = ["-created_at", "-id"]
