@@ -37,6 +37,7 @@ from contest.models import Job
 from contest.queues import DEFAULT_QUEUE
 from contest.services import audit, site_state
 from contest.services.errors import ServiceError
+from contest.services.job_messages import say
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +236,8 @@ def execute(job_id: int, *, pick: bool | None = None) -> str:
         with _Heartbeat(job.pk, token):
             message = handler(job.kind)(job, **job.args)
     except SoftTimeLimitExceeded as exc:  # Celery's soft limit: the same input would run too long again
-        _fail(job, exc, token, message=f"failed: ran past its time limit of {settings.TRACECUP_JOB_TIME_LIMIT} s")
+        _fail(job, exc, token, message=say("failed: ran past its time limit of %(seconds)s s",
+                                           seconds=settings.TRACECUP_JOB_TIME_LIMIT))
         return Job.FAILED
     except TRANSIENT_DATABASE_ERRORS as exc:  # database locked / connection dropped: worth a retry
         # The database's fault, not the job's: the attempt is given back (attempts count the job's own
@@ -243,13 +245,13 @@ def execute(job_id: int, *, pick: bool | None = None) -> str:
         # it soon; if those retries run out too, the sweep sends it again after its back-off.
         _close_connections()
         _update_despite_drops(mine, status=Job.QUEUED, attempts=F("attempts") - 1,
-                              message=f"retrying after a database error: {exc}"[:300])
+                              message=say("retrying after a database error: %(reason)s", reason=exc)[:300])
         raise TransientJobError(str(exc)) from exc
     except Exception as exc:  # noqa: BLE001 - a bug or bad data: fail the job visibly, never loop or kill the worker
         _fail(job, exc, token)
         return Job.FAILED
     _update_despite_drops(mine, status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
-                          message=(message or "done")[:300], heartbeat_at=timezone.now())
+                          message=(message or say("done"))[:300], heartbeat_at=timezone.now())
     site_state.changed()  # a job's end is part of the pages' stamp
     return Job.SUCCEEDED
 
@@ -399,7 +401,7 @@ class _Heartbeat:
 def _fail(job: Job, exc: BaseException, token: str, message: str = "") -> None:
     log.exception("job %s (%s) failed", job.pk, job.kind)
     Job.objects.filter(pk=job.pk, claim=token).update(
-        status=Job.FAILED, finished_at=timezone.now(), message=(message or f"failed: {exc}")[:300],
+        status=Job.FAILED, finished_at=timezone.now(), message=(message or say("failed: %(reason)s", reason=exc))[:300],
         error="".join(traceback.format_exception(exc))[-8000:])
     site_state.changed()
 
@@ -429,12 +431,12 @@ def requeue_stalled(now=None) -> dict:
         gone = Job.objects.filter(pk=job.pk, status=Job.RUNNING, claim=job.claim, heartbeat_at__lt=now - stale)
         if job.attempts >= settings.TRACECUP_JOB_MAX_ATTEMPTS:
             failed += gone.update(
-                status=Job.FAILED, finished_at=now, message="failed: the worker stopped on every attempt",
+                status=Job.FAILED, finished_at=now, message=say("failed: the worker stopped on every attempt"),
                 error=f"no heartbeat for more than {stale} on attempt {job.attempts} of "
                       f"{settings.TRACECUP_JOB_MAX_ATTEMPTS}")
         elif gone.update(status=Job.QUEUED, claim="", sent_at=None,
-                         message=f"retrying: the worker stopped (attempt {job.attempts + 1} of "
-                                 f"{settings.TRACECUP_JOB_MAX_ATTEMPTS})"):
+                         message=say("retrying: the worker stopped (attempt %(attempt)s of %(attempts)s)",
+                                             attempt=job.attempts + 1, attempts=settings.TRACECUP_JOB_MAX_ATTEMPTS)):
             requeued += 1
     if failed:
         site_state.changed()

@@ -28,11 +28,13 @@ from typing import TypeVar
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from contest import job_kinds, permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Score, Team
 from contest.services import audit, data, figures, jobs, storage
 from contest.services.errors import ServiceError
+from contest.services.job_messages import say
 from contest.upload_rule import contest_upload_limit, too_large_message
 from scoring.errors import ValidationError
 from scoring.io import check_source
@@ -90,14 +92,15 @@ def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
     if phase is not None and lock:
         phase = lock_phase(phase.pk, shared=True)
     now = now or timezone.now()
+    what = gettext("anonymization phase") if kind == Phase.ANONYMIZATION else gettext("attack phase")
     if phase is None:
-        raise RuleViolation(f"round {round_.name} has no {kind} phase")
+        raise RuleViolation(gettext("%(round)s has no %(phase)s") % {"round": round_.name, "phase": what})
     if not phase.is_open(now):
         contest = round_.contest
         raise RuleViolation(
-            f"the {kind} phase of {round_.name} is not open (it runs from "
-            f"{contest.local_text(phase.opens_at)} to {contest.local_text(phase.closes_at)}; "
-            f"server time is {contest.local_text(now)})")
+            gettext("the %(phase)s of %(round)s is not open (it runs from %(opens)s to %(closes)s; server time "
+                    "is %(now)s)") % {"phase": what, "round": round_.name, "opens": contest.local_text(phase.opens_at),
+                                      "closes": contest.local_text(phase.closes_at), "now": contest.local_text(now)})
     return phase
 
 
@@ -213,8 +216,8 @@ def retry_once_if_connection_dropped(store: Callable[[], T], committed: Callable
                 found = None
             if found is not None:
                 return found
-            raise RuleViolation("the database could not be reached; the upload was not stored: send it again "
-                                "in a minute", status=503) from exc
+            raise RuleViolation(gettext("the database could not be reached; the upload was not stored: send it "
+                                        "again in a minute"), status=503) from exc
     raise AssertionError("unreachable")
 
 
@@ -314,8 +317,8 @@ def _set_rejected(aset, issues, total):
 
 def _scoring_done(job, upload, name: str) -> str | None:
     """A scoring job's last progress line (``name #seq: status``); its result when the upload was rejected."""
-    jobs.progress(job, 1.0, f"{name} #{upload.seq}: {upload.status}")
-    return f"rejected: {upload.error_total} problem(s)" if upload.status == type(upload).REJECTED else None
+    jobs.progress(job, 1.0, say(f"{name} #%(seq)s: %(status)s", seq=upload.seq, status=upload.status))
+    return say("rejected: %(n)s problem(s)", n=upload.error_total) if upload.status == type(upload).REJECTED else None
 
 
 @jobs.handles(job_kinds.SCORE_ANONYMIZED)
@@ -326,7 +329,7 @@ def score_anonymized_job(job, anonymized_set_id: int, force: bool = False) -> st
         return rejected
     if aset.status == AnonymizedSet.VALID and not force:
         queue_preview(aset, user=job.created_by if job else None)
-    return f"s_U = {aset.s_u:.4f} ({aset.status})"
+    return say(f"s_U = %(s_u)s ({aset.status})", s_u=f"{aset.s_u:.4f}")
 
 
 def queue_preview(aset: AnonymizedSet, *, user=None):
@@ -358,7 +361,7 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
         raise NotAllowed(decision.reason)
     _require_open(aset.dataset.round, Phase.ANONYMIZATION, now)
     if aset.status == AnonymizedSet.REJECTED:
-        raise RuleViolation("a rejected upload cannot be selected")
+        raise RuleViolation(gettext("a rejected upload cannot be selected"))
     with transaction.atomic():
         Dataset.objects.select_for_update().get(pk=aset.dataset_id)
         AnonymizedSet.objects.filter(dataset=aset.dataset_id).exclude(pk=aset.pk).update(selected=False)
@@ -380,7 +383,8 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
     """Store an etable/etraces upload against ``target`` and queue its scoring (``key``: as for
     :func:`submit_anonymized_set`)."""
     if kind not in (Attack.ETABLE, Attack.ETRACES):
-        raise RuleViolation(f"unknown attack kind {kind!r}; expected etable or etraces", status=400)
+        raise RuleViolation(gettext("unknown attack kind %(kind)s; expected etable or etraces") % {"kind": repr(kind)},
+                            status=400)
     decision = permissions.can_upload_attack(user, attacker, target)
     if not decision:
         raise NotAllowed(decision.reason)
