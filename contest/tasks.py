@@ -12,6 +12,7 @@ from celery import shared_task
 from contest.services import (  # noqa: F401 (register handlers)
     analyses,
     announcements,
+    attack_batches,
     backup,
     bundles,
     generation,

@@ -329,6 +329,61 @@ def claim_next(queue: str, token: str, now=None) -> Job | None:
     return None
 
 
+# ----- a batch: one delivery runs several jobs of one kind ------------------------------------------------
+def claim_also(leader: Job, job_ids: list[int]) -> list[Job]:
+    """Claim the queued jobs ``job_ids`` for the delivery that runs ``leader`` (they take its claim token), so
+    that its handler does their work in the same run (attack scoring: ``contest.services.attack_batches``).
+
+    Each job keeps its own row, attempts and end: the handler finishes each with :func:`finish_claimed` or
+    :func:`fail_claimed`, or hands it back with :func:`release_claimed`; the leader's heartbeat stamps them
+    all, and a dead worker's are queued again by the sweep, as any job. Only jobs still queued (with
+    attempts left) are claimed, and on PostgreSQL none that another claimer holds locked (``SKIP LOCKED``).
+    Returns the claimed jobs in the order of ``job_ids``.
+    """
+    if not job_ids or not leader.claim:
+        return []
+    queued = Job.objects.filter(pk__in=job_ids, status=Job.QUEUED, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS)
+    with transaction.atomic():
+        if connection.features.has_select_for_update_skip_locked:
+            queued = Job.objects.filter(pk__in=list(queued.select_for_update(skip_locked=True, of=("self",))
+                                                    .values_list("pk", flat=True)), status=Job.QUEUED)
+        queued.update(**_claimed_fields(leader.claim, timezone.now()))
+    claimed = Job.objects.in_bulk([pk for pk in job_ids if pk != leader.pk])
+    return [claimed[pk] for pk in job_ids if pk in claimed and claimed[pk].claim == leader.claim
+            and claimed[pk].status == Job.RUNNING]
+
+
+def finish_claimed(job: Job, message: str) -> bool:
+    """End a job of a batch (:func:`claim_also`) as succeeded with ``message``, if its claim still holds (the
+    sweep did not give it to another run meanwhile). In the caller's transaction, so the job's end commits
+    with its work. Returns whether it was this run's to finish."""
+    now = timezone.now()
+    return bool(Job.objects.filter(pk=job.pk, claim=job.claim, status=Job.RUNNING).update(
+        status=Job.SUCCEEDED, progress=1.0, finished_at=now, message=message[:300], heartbeat_at=now))
+
+
+def fail_claimed(job: Job, exc: BaseException) -> None:
+    """End a job of a batch as failed by ``exc``, with its traceback, as its own run would have ended."""
+    _fail(job, exc, job.claim)
+
+
+def release_claimed(batch: list[Job], reason: str) -> None:
+    """Hand the unfinished jobs of a batch back to the queue (the attempt given back: the run stopped for a
+    reason not theirs, ``reason``) and send them again; a database that cannot be reached leaves them to
+    the sweep (their heartbeat goes stale)."""
+    try:
+        ids = [j.pk for j in batch if Job.objects.filter(pk=j.pk, claim=j.claim, status=Job.RUNNING).update(
+            status=Job.QUEUED, claim="", attempts=F("attempts") - 1, sent_at=None, message=reason[:300])]
+    except TRANSIENT_DATABASE_ERRORS:
+        log.warning("the batch's jobs %s could not be handed back; the sweep queues them again",
+                    [j.pk for j in batch])
+        _close_connections()
+        return
+    for job in batch:
+        if job.pk in ids:
+            send(job)
+
+
 #: Errors of the database's connection or state, not of a job's input: the job is worth running again.
 TRANSIENT_DATABASE_ERRORS = (OperationalError, InterfaceError)
 
@@ -362,7 +417,8 @@ def stale_after() -> timedelta:
 
 
 class _Heartbeat:
-    """Stamp the claimed job's ``heartbeat_at`` from a thread while its handler runs.
+    """Stamp the claimed job's ``heartbeat_at`` (and its batch's, :func:`claim_also`) from a thread while its
+    handler runs.
 
     Not in eager mode (tests, inline runs): there the caller's own transaction
     holds the job and nothing sweeps it.
@@ -389,8 +445,8 @@ class _Heartbeat:
         try:
             while not self.stop.wait(settings.TRACECUP_JOB_HEARTBEAT_SECONDS):
                 try:
-                    Job.objects.filter(pk=self.job_id, claim=self.token, status=Job.RUNNING).update(
-                        heartbeat_at=timezone.now())
+                    # every job of the claim: the job itself and those of its batch (claim_also)
+                    Job.objects.filter(claim=self.token, status=Job.RUNNING).update(heartbeat_at=timezone.now())
                 except Exception:  # a dropped connection: the next beat reconnects
                     log.warning("heartbeat of job %s failed", self.job_id, exc_info=True)
                     connections.close_all()

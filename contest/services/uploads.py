@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
+from django.conf import settings
 from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -416,46 +417,91 @@ def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, n
                                        uploaded_by=user, created_at=checked_at, request_key=key)
         audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
-        jobs.create_job(job_kinds.SCORE_ATTACK, contest=contest, user=user, for_team=attacker, attack_id=attack.pk)
+        # A queued scoring job of the same target scores this one too when it runs (its run claims the
+        # target's queued attacks, contest.services.attack_batches): that job's message carries this one,
+        # which is sent when its carrier was (the sweep sends it if it is still queued a stale period later).
+        carrier = queued_attack_scoring(target.pk).values("sent_at").first()
+        job = jobs.create_job(job_kinds.SCORE_ATTACK, contest=contest, user=user, for_team=attacker,
+                              dispatch=carrier is None, attack_id=attack.pk)
+        if carrier is not None and carrier["sent_at"] is not None:
+            Job.objects.filter(pk=job.pk).update(sent_at=carrier["sent_at"])
     return attack
 
 
-def score_attack(attack: Attack, *, force: bool = False) -> Attack:
-    """Validate an etable/etraces and score it against the secret truth (idempotent)."""
-    attack = Attack.objects.select_related("target__dataset__round__contest", "target__ptable", "file").get(pk=attack.pk)
+def queued_attack_scoring(target_id: int):
+    """The queued scoring jobs of the pending attacks on target set ``target_id``, oldest first (a forced
+    re-score's attack is scored, not pending: never among them)."""
+    pending = Attack.objects.filter(target_id=target_id, status=Attack.PENDING).values_list("pk", flat=True)
+    return Job.objects.filter(kind=job_kinds.SCORE_ATTACK, status=Job.QUEUED, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS,
+                              args__attack_id__in=list(pending)).order_by("created_at", "id")
+
+
+def score_attack(attack: Attack, *, force: bool = False, secrets: dict | None = None) -> Attack:
+    """Validate an etable/etraces and score it against the secret truth (idempotent: a pending attack is
+    stored only while it is still pending, so two runs never both score it; ``force`` scores it again).
+
+    ``secrets``: the target's secrets by attack kind, filled as they are read (:func:`attack_outcome`); a batch
+    of attacks on one target passes one dict to all (``contest.services.attack_batches``)."""
+    attack = Attack.objects.select_related(*ATTACK_SCORING_RELATED).get(pk=attack.pk)
     if attack.status != Attack.PENDING and not force:
         return attack
+    store_attack_outcome(attack, attack_outcome(attack, {} if secrets is None else secrets), force=force)
+    attack.refresh_from_db()
+    return attack
+
+
+#: What scoring an attack reads with it (``Attack.objects.select_related``).
+ATTACK_SCORING_RELATED = ("target__dataset__round__contest", "target__ptable", "target__dataset__original", "file")
+
+
+def attack_outcome(attack: Attack, secrets: dict) -> dict:
+    """What scoring ``attack`` (selected with :data:`ATTACK_SCORING_RELATED`) stores: the attack row's fields,
+    and for a readable file its score's per-user parts (``per_user``). The judge's work, no write.
+
+    ``secrets``: attack kind -> the target's secret truth (``data.secret_truth``), read here if missing."""
     target = attack.target
-    dataset = target.dataset
-    contest = dataset.round.contest
-    grid = contest.grid()
+    contest = target.dataset.round.contest
     kind = AttackKind.of_file(attack.kind)
-    secret = data.secret_truth(target, kind)
+    if kind not in secrets:
+        secrets[kind] = data.secret_truth(target, kind)
+    secret = secrets[kind]
     try:
         csv = storage.read_csv_bytes(attack.file, contest.upload_size_limit)
         if kind is AttackKind.REIDENTIFICATION:
             estimate = data.etable(csv, len(secret["true_users"]), contest.users_per_set)
         else:
-            estimate = data.etraces(csv, grid, secret["truth"])
+            estimate = data.etraces(csv, contest.grid(), secret["truth"])
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
-        return _attack_rejected(attack, issues, total)
+        return {"status": Attack.REJECTED, "errors": issues, "error_total": total, "score": None}
     value, parts = data.scored_attack(contest, kind, estimate, secret)
-    with transaction.atomic():
-        Score.objects.filter(attack=attack, current=True).update(current=False)
-        Score.objects.create(dataset=dataset, metric=ScoreKind(kind), value=value, attack=attack,
-                             per_user=data.per_user_json(parts))
-        Attack.objects.filter(pk=attack.pk).update(status=Attack.VALID, score=value, errors=[], error_total=0,
-                                                   scored_at=timezone.now())
-    attack.refresh_from_db()
-    return attack
+    return {"status": Attack.VALID, "score": value, "errors": [], "error_total": 0,
+            "per_user": data.per_user_json(parts)}
 
 
-def _attack_rejected(attack, issues, total):
-    return _rejected(attack, issues, total, score=None)
+def store_attack_outcome(attack: Attack, outcome: dict, *, force: bool = False) -> bool:
+    """Store ``outcome`` (:func:`attack_outcome`) on ``attack``: its status, score or errors, and a valid one's
+    score row (retiring the attack's current one). Unless ``force``, only while the attack is pending: False
+    when another run stored it first (then nothing is written). In the caller's transaction if there is one
+    (a batch ends the attack's own job in the same)."""
+    fields = dict(outcome)
+    per_user = fields.pop("per_user", None)
+    with transaction.atomic(savepoint=False):
+        rows = Attack.objects.filter(pk=attack.pk)
+        if not force:
+            rows = rows.filter(status=Attack.PENDING)
+        if not rows.update(scored_at=timezone.now(), **fields):
+            return False
+        if per_user is not None:
+            if force:  # a pending attack has no score yet: only a re-score retires one
+                Score.objects.filter(attack=attack, current=True).update(current=False)
+            Score.objects.create(dataset=attack.target.dataset, metric=ScoreKind(AttackKind.of_file(attack.kind)),
+                                 value=fields["score"], attack=attack, per_user=per_user)
+    return True
 
 
-@jobs.handles(job_kinds.SCORE_ATTACK)
-def score_attack_job(job, attack_id: int, force: bool = False) -> str:
-    attack = score_attack(Attack(pk=attack_id), force=force)
-    return _scoring_done(job, attack, attack.kind) or f"score = {attack.score:.4f}"
+def attack_scored_message(attack: Attack) -> str:
+    """The last line of an attack's scoring job: its score, or how many problems rejected it."""
+    if attack.status == Attack.REJECTED:
+        return say("rejected: %(n)s problem(s)", n=attack.error_total)
+    return say("score = %(score)s", score=f"{attack.score:.4f}")
