@@ -31,7 +31,10 @@
    size (``--growth-users`` users, ``--growth-days`` days) for each team count of ``--growth`` (5, 10, 20,
    40) and the table ``growth`` gives each stage's wall time per team count and its growth exponent
    (time ~ teams^k, least squares on the log-log points: about 1 for the judge's work on sets, about 2
-   for the cross attacks), so an organizer can size a deployment.
+   for the cross attacks), so an organizer can size a deployment. Beside the attack-scoring stage it
+   prints the judge's pure scoring time of the same attacks (``pure_attack_scoring_seconds``: the
+   scoring library's functions in this one process, no job or message) and the stage's wall time over
+   it. ``--growth-only`` runs this table alone (``--growth 5,10,20,40,80``: minutes, not half an hour).
 
 The embedded default (SQLite, filesystem broker) runs in a private folder;
 with ``DATABASE_URL`` and ``CELERY_BROKER_URL`` set it runs on PostgreSQL and
@@ -41,13 +44,9 @@ Redis. The output ends with the lines ``whole round: <s> s``,
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -56,101 +55,10 @@ import httpx
 import numpy as np
 from tqdm import tqdm
 
-from contest import edge
+from bench.common import PUBLIC_PAGES, TEAM_PAGES, page_load, prepare, signed_in_cookies, start_web
 from scoring.algorithms.registry import get
 from scoring.scores import utility
 from scoring.traces import Traces
-
-ROOT = Path(__file__).resolve().parent.parent
-
-#: What one simulated visitor asks for, in turn (the public pages of a published contest).
-PUBLIC_PAGES = ("/c/{slug}/", "/c/{slug}/leaderboard/", "/c/{slug}/attack-matrix/", "/c/{slug}/awards/",
-                "/c/{slug}/leaderboard/?round=1")
-TEAM_PAGES = ("/c/{slug}/team/",)
-
-
-def _environment(folder: Path) -> str:
-    """Point this process (and the processes it starts) at the bench's database and broker."""
-    if os.environ.get("DATABASE_URL") and os.environ.get("CELERY_BROKER_URL"):
-        where = f"{os.environ['DATABASE_URL'].split('@')[-1]} + {os.environ['CELERY_BROKER_URL'].split('@')[-1]}"
-    else:
-        os.environ.update(DATABASE_URL=f"sqlite:///{folder / 'bench.sqlite3'}", CELERY_BROKER_URL="filesystem://",
-                          TRACECUP_BROKER_DIR=str(folder / "broker"))
-        where = f"SQLite + filesystem broker in {folder}"
-    os.environ.update(TRACECUP_VAR_DIR=str(folder), DJANGO_SETTINGS_MODULE="contest.settings",
-                      CELERY_TASK_ALWAYS_EAGER="0", PYTHONUNBUFFERED="1")
-    return where
-
-
-async def _load(base: str, paths: list[tuple[str, str, dict]], clients: int, seconds: float,
-                max_requests: int) -> list[tuple[str, float, int]]:
-    """``clients`` concurrent loops over ``paths`` ((group, path, cookies)) for ``seconds`` (and at most
-    ``max_requests`` in all); returns (group, seconds, status) per request. Loopback only."""
-    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
-    results: list[tuple[str, float, int]] = []
-    deadline = time.monotonic() + seconds
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-
-    async def visitor(n: int, client_by_group: dict) -> None:
-        i = n
-        while time.monotonic() < deadline and len(results) < max_requests:
-            group, path, _cookies = paths[i % len(paths)]
-            i += 1
-            t0 = time.perf_counter()
-            try:
-                r = await client_by_group[group].get(path)
-                status = r.status_code
-            except httpx.HTTPError:
-                status = 0
-            results.append((group, time.perf_counter() - t0, status))
-
-    clients_by_group = {}
-    for group, _path, cookies in paths:
-        if group not in clients_by_group:
-            clients_by_group[group] = httpx.AsyncClient(base_url=base, cookies=cookies, limits=limits,
-                                                        timeout=30.0, follow_redirects=False)
-    try:
-        await asyncio.gather(*(visitor(n, clients_by_group) for n in range(clients)))
-    finally:
-        for c in clients_by_group.values():
-            await c.aclose()
-    return results
-
-
-def _wrk(base: str, paths: list[str], connections: int, seconds: float, cookies: list[str],
-         out: Path, max_requests: int = 500_000) -> subprocess.Popen:
-    """Start wrk on ``paths`` with ``connections`` connections for ``seconds`` and at most about
-    ``max_requests`` requests; thread n (one per cookie string, else one) sends ``cookies[n]``.
-    Its report goes to ``out``. Loopback only."""
-    assert base.startswith("http://127.0.0.1:"), "the load client talks to loopback only"  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
-    threads = max(1, min(len(cookies), connections))
-    env = dict(os.environ, WRK_PATHS=" ".join(paths), WRK_MAX_REQUESTS=str(max_requests // threads),
-               **{f"WRK_COOKIE_{n}": c for n, c in enumerate(cookies)})
-    return subprocess.Popen(["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:.0f}s",  # noqa: S603, S607 - wrk from PATH, a fixed argument list
-                             "--timeout", "30s", "-s", str(ROOT / "bench" / "wrk.lua"), base],
-                            stdout=out.open("w"), stderr=subprocess.STDOUT, env=env)
-
-
-def _wrk_summary(out: Path) -> dict:
-    """The figures the Lua script printed: requests, seconds, errors, non2xx, p50, p95, p99 (ms)."""
-    fields = dict(line.split() for line in out.read_text().splitlines() if len(line.split()) == 2
-                  and line.split()[0] in ("requests", "seconds", "errors", "non2xx", "p50", "p95", "p99"))
-    if "p95" not in fields:
-        raise RuntimeError(f"wrk did not report:\n{out.read_text()[-2000:]}")
-    summary = {k: float(v) for k, v in fields.items()}
-    summary["rate"] = summary["requests"] / summary["seconds"]
-    summary["errors"] += summary.pop("non2xx")
-    return summary
-
-
-def _httpx_summary(rows: list[tuple[str, float, int]], group: str, seconds: float) -> dict:
-    times = [t * 1000 for g, t, _s in rows if g == group]
-    return {"requests": len(times), "rate": len(times) / seconds, "p50": _p(times, 50), "p95": _p(times, 95),
-            "p99": _p(times, 99), "errors": sum(1 for g, _t, s in rows if g == group and s != 200)}
-
-
-def _p(values: list[float], q: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
 def large_valid_upload(grid, truth, *, target_bytes: int, s_req: float, convention: str, lambda_u: float,
@@ -233,9 +141,11 @@ def growth_exponent(teams: list[int], seconds: list[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def growth_lines(reports: dict[int, object], size: str) -> list[str]:
+def growth_lines(reports: dict[int, object], size: str, pure: dict[int, float] | None = None) -> list[str]:
     """The table of each judge stage's wall time per number of teams (``reports``: teams -> Report of one
-    round), with its growth exponent."""
+    round), with its growth exponent; ``pure`` (teams -> seconds, :func:`pure_attack_scoring_seconds`)
+    adds the judge's pure scoring time of the attacks beside the attack-scoring stage, and the stage's
+    wall time over it."""
     counts = sorted(reports)
     stages = {n: _round_stages(reports[n]) for n in counts}
     head = "".join(f" {f'{n} teams':>9}" for n in counts)
@@ -251,7 +161,76 @@ def growth_lines(reports: dict[int, object], size: str) -> list[str]:
             jobs = str(stages[counts[-1]][name].jobs)
         cells = "".join(f" {t:>9.1f}" for t in times)
         lines.append(f"{name:<24}{cells} {growth_exponent(counts, times):>6.2f}  {jobs}")
+        if name == "attack scoring" and pure and all(n in pure for n in counts):
+            cells = "".join(f" {pure[n]:>9.1f}" for n in counts)
+            lines.append(f"{'  pure judge, 1 process':<24}{cells} {growth_exponent(counts, [pure[n] for n in counts]):>6.2f}")
+            ratios = "".join(f" {t / max(pure[n], 1e-3):>9.2f}" for n, t in zip(counts, times, strict=True))
+            lines.append(f"{'  wall / pure':<24}{ratios} {'':>6}  [< {PURE_RATIO_TARGET:g} at 40 teams]")
     return lines
+
+
+#: Attack scoring's wall time at 40 teams should be less than this many times the judge's pure scoring time.
+PURE_RATIO_TARGET = 2.0
+
+
+def pure_attack_scoring_seconds(contest, round_number: int = 1) -> float:
+    """The judge's own work on a round's attack uploads, timed in one process with the scoring library's
+    functions: each target's secrets (ID table, original traces) read once, then every attack's file read,
+    parsed and scored. No job row, message, claim or stored score: what attack scoring would cost without
+    the platform's per-job overhead. Seconds (CPU-bound, one core).
+
+    Timed in a child process at the workers' niceness (``TRACECUP_WORKER_NICE``), as the workers score: on
+    cores that other work shares, a process at niceness 10 gets a fraction of what this one gets, and the
+    two times would not compare."""
+    import multiprocessing  # local: only this step forks
+
+    from django.conf import settings  # local: Django is set up by main()
+    from django.db import connections  # local: the same
+    connections.close_all()  # the child opens its own connection
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        if settings.TRACECUP_WORKER_NICE > 0:
+            os.nice(settings.TRACECUP_WORKER_NICE)
+        send.send(_pure_scoring(contest, round_number))
+    process = context.Process(target=child)
+    process.start()
+    seconds = receive.recv()
+    process.join()
+    return seconds
+
+
+def _pure_scoring(contest, round_number: int) -> float:
+    """:func:`pure_attack_scoring_seconds` in this process."""
+    from contest.models import Attack  # local: the models load once main() has set Django up
+    from contest.services import storage  # local: the same
+    from scoring import io as sio  # local: with the models above, only this timing step needs them
+    from scoring.errors import ValidationError  # local: the same
+    from scoring.uncertainty import scored_attack  # local: the same
+    from scoring.vocabulary import AttackKind  # local: the same
+    grid = contest.grid()
+    attacks = (Attack.objects.filter(target__dataset__round__contest=contest, target__dataset__round__number=round_number)
+               .select_related("file", "target__ptable", "target__dataset__original").order_by("target_id", "pk"))
+    t0 = time.perf_counter()
+    secrets: dict[int, tuple] = {}
+    for attack in attacks:
+        if attack.target_id not in secrets:
+            target = attack.target
+            secrets[attack.target_id] = (sio.read_ptable(storage.read_csv_bytes(target.ptable))[1],
+                                         sio.read_traces(storage.read_csv_bytes(target.dataset.original), grid))
+        true_users, truth = secrets[attack.target_id]
+        csv = storage.read_csv_bytes(attack.file)
+        try:
+            if attack.kind == Attack.ETABLE:
+                scored_attack(AttackKind.REIDENTIFICATION, grid, sio.read_etable(csv, len(true_users), contest.users_per_set),
+                              true_users=true_users, lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
+            else:
+                scored_attack(AttackKind.TRACE_INFERENCE, grid, sio.read_etraces(csv, grid, truth), truth=truth,
+                              lambda_t=contest.lambda_t, hospital_weight=contest.hospital_weight)
+        except ValidationError:
+            pass  # rejected: its parse was the judge's work
+    return time.perf_counter() - t0
 
 
 def _play(plan, processes: int, logs: Path, tag: str, one_worker: bool = False):
@@ -283,8 +262,7 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
     and the team dashboard and an 80 MB valid set is uploaded and scored by the running workers ``procs``
     (stopped at the end with the web server, whatever fails); prints the table and returns the summary
     (group -> figures)."""
-    from django.test import Client  # local: the models load once main() has set Django up on the bench's database
-    from rest_framework.authtoken.models import Token  # local: the same
+    from rest_framework.authtoken.models import Token  # local: the models load once main() has set Django up
 
     from contest.models import AnonymizedSet, Membership  # local: the same
     from contest.services import data  # local: the same
@@ -294,11 +272,6 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
         # ----- pages under load while an 80 MB upload is scored
         members = [Membership.objects.filter(team__contest=contest, team__number=n).select_related("user", "team")
                    .order_by("pk").first() for n in range(1, min(4, args.teams) + 1)]
-        sessions = []
-        for m in members:  # a signed-in member of each of four teams
-            browser = Client()
-            browser.force_login(m.user)
-            sessions.append(browser.cookies["sessionid"].value)
         ds, member = _upload_target(contest, members)
         token = Token.objects.get_or_create(user=member.user)[0].key
         grid = contest.grid()
@@ -308,16 +281,12 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
                                                     s_req=contest.s_req, convention=contest.utility_convention,
                                                     lambda_u=contest.lambda_u)
         big_label = f"{len(big) / 2**20:.0f} MB upload ({big_name}, s_U {big_s_u:.4f})"
-        base, front, web = _web(args, logs, procs, slug)
+        base, front, web = start_web(args, logs, procs, slug)
         public_paths = [p.format(slug=slug) for p in PUBLIC_PAGES]
         team_paths = [p.format(slug=slug) for p in TEAM_PAGES]
         for path in public_paths:  # warm up: one request each (imports, first queries)
             assert httpx.get(base + path, timeout=60).status_code == 200, path  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
-        team_cookies = []
-        for session in sessions:  # a browser's first visit: the page gives it its CSRF cookie
-            first = httpx.get(base + team_paths[0], cookies={"sessionid": session}, timeout=60)
-            assert first.status_code == 200, first.status_code  # noqa: S101 - a benchmark's own sanity check; benchmarks never run under -O
-            team_cookies.append({"sessionid": session, "csrftoken": first.cookies["csrftoken"]})
+        team_cookies = signed_in_cookies(base, members, team_paths[0])  # a signed-in member of each of four teams
         team_connections = max(1, args.clients // 6)
         use_wrk = shutil.which("wrk") is not None
 
@@ -332,26 +301,12 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
         sender = threading.Thread(target=upload)
         client = "wrk" if use_wrk else "httpx asyncio client in this process (apt-get install wrk for a lighter one)"
         print(f"# load: {args.clients} connections for {args.seconds:.0f} s ({args.clients - team_connections} on "
-              f"{len(public_paths)} public pages, {team_connections} on the team dashboard of {len(sessions)} "
+              f"{len(public_paths)} public pages, {team_connections} on the team dashboard of {len(team_cookies)} "
               f"members) to {front}, client {client}; a {big_label} scored meanwhile",
               flush=True)
         sender.start()
-        t_load = time.perf_counter()
-        if use_wrk:
-            header = lambda c: "; ".join(f"{k}={v}" for k, v in c.items())  # noqa: E731
-            team_run = _wrk(base, team_paths, team_connections, args.seconds, [header(c) for c in team_cookies],
-                            logs / "wrk-team.txt")
-            public_run = _wrk(base, public_paths, args.clients - team_connections, args.seconds, [],
-                              logs / "wrk-public.txt")
-            public_run.wait()
-            team_run.wait()
-            summary = {"public": _wrk_summary(logs / "wrk-public.txt"), "team": _wrk_summary(logs / "wrk-team.txt")}
-        else:
-            paths = [("public", p, {}) for p in public_paths] * len(team_cookies)  # one request in six: team
-            paths += [("team", p, c) for c in team_cookies for p in team_paths]
-            rows = asyncio.run(_load(base, paths, args.clients, args.seconds, max_requests=500_000))
-            load_seconds = time.perf_counter() - t_load
-            summary = {g: _httpx_summary(rows, g, load_seconds) for g in ("public", "team")}
+        summary = page_load(base, public_paths, team_paths, team_cookies, clients=args.clients, seconds=args.seconds,
+                            out=logs / "wrk")
         sender.join()
         status, _seconds, body = upload_result.get("answer", (None, 0.0, b""))
         if status != 202:
@@ -380,42 +335,6 @@ def pages_under_load(contest, procs: list, args, logs: Path) -> dict:
     return summary
 
 
-def _web(args, logs: Path, procs: list, slug: str) -> tuple[str, str, subprocess.Popen]:
-    """Start the web server as docker-compose runs it and wait until it serves ``slug``'s overview: gunicorn
-    with ``--web-workers`` sync workers (``--web-threads`` > 1: threads) on loopback, behind nginx from
-    ``deploy/nginx.conf.template`` (``contest.edge``) where nginx is installed and ``--no-front`` is not
-    given. Both are appended to ``procs`` (stopped with the workers); returns (the address the load goes
-    to, a description, the gunicorn master)."""
-    from django.conf import settings  # local: the bench's modules load once main() has set Django up
-    port = edge.free_port()
-    threads = ["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else []
-    env = dict(os.environ, TRACECUP_TRUSTED_PROXY="1") if args.front else None
-    with open(logs / "bench-web.log", "w") as log:
-        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
-                                "-w", str(args.web_workers), *threads, "--timeout", "300"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    description = (f"gunicorn {args.web_workers} x {args.web_threads} threads" if threads else
-                   f"gunicorn {args.web_workers} sync workers")
-    base = f"http://127.0.0.1:{port}"
-    if args.front:
-        proxy = edge.Nginx(logs / "nginx", f"127.0.0.1:{port}", max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES,
-                           static_root=ROOT / "static")
-        proxy.start()
-        procs.append(proxy.proc)
-        base, description = f"http://127.0.0.1:{proxy.port}", f"nginx before {description}"
-    procs.append(web)
-    deadline = time.time() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
-                return base, description, web
-        except httpx.HTTPError:
-            pass
-        if time.time() > deadline:
-            raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
-        time.sleep(0.3)
-
-
 def _upload_target(contest, members) -> tuple:
     """The open round's data set that the load test's upload goes to, and the member who sends it: the first
     of ``members``' teams' challenge-1 and -2 sets whose upload limit is not reached (``--pages-only`` runs
@@ -429,6 +348,33 @@ def _upload_target(contest, members) -> tuple:
                 return ds, m
     raise RuntimeError(f"the upload limit of every set of teams 1-{len(members)} in {contest.slug}'s last round is "
                        "reached: play a new round (make bench-full without --pages-only)")
+
+
+def growth_table(growth: list[int], args, logs: Path, show: bool = True) -> list[str]:
+    """Step 3's growth runs: one small round (``--growth-users`` users, ``--growth-days`` days) per team count
+    of ``growth`` on freshly started workers, each followed by the judge's pure scoring time of its attacks
+    (:func:`pure_attack_scoring_seconds`); returns the table's lines (none for fewer than two counts),
+    printed with ``show``."""
+    from contest.services.simulation import Plan  # local: after main() has set Django up
+    from contest.workers import stop_process_groups  # local: the same
+    by_teams, pure = {}, {}
+    for teams in growth:
+        print(f"# growth: {teams} teams x {args.growth_users} users x {args.growth_days}+{args.growth_days} days "
+              f"on {args.workers} judge processes", flush=True)
+        small = Plan(teams=teams, users=args.growth_users, days=args.growth_days, rounds=1, seed=2019,
+                     slug=f"growth-{teams}t-{args.growth_users}u-{int(time.time())}")
+        by_teams[teams], growth_procs = _play(small, args.workers, logs, "bench-growth")
+        stop_process_groups(growth_procs, grace=10)
+        pure[teams] = pure_attack_scoring_seconds(by_teams[teams].contest)
+        print(f"# {teams} teams: attack scoring {_round_stages(by_teams[teams])['attack scoring'].seconds:.1f} s, "
+              f"the judge's pure scoring of the same attacks {pure[teams]:.1f} s", flush=True)
+    if len(by_teams) < 2:
+        return []
+    lines = growth_lines(by_teams, f"{args.growth_users} users x {args.growth_days}+{args.growth_days} days, "
+                                   f"{args.workers} judge processes", pure)
+    if show:
+        print("\n" + "\n".join(lines))
+    return lines
 
 
 def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps, each a few lines
@@ -452,18 +398,15 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     parser.add_argument("--growth", default="5,10,20,40", help="team counts of the growth table ('' for none)")
     parser.add_argument("--growth-users", type=int, default=100, help="users per data set of the growth runs")
     parser.add_argument("--growth-days", type=int, default=2, help="days of the growth runs")
+    parser.add_argument("--growth-only", action="store_true",
+                        help="only the growth table (step 3's small rounds, one per team count of --growth), without "
+                             "the scaling table, the whole round and the pages: minutes instead of half an hour")
     parser.add_argument("--pages-only", action="store_true",
                         help="only step 2, on the newest contest an earlier run of this command left in the database "
                              "(its last round open): the pages under load again in a few minutes")
     args = parser.parse_args(argv)
-    args.front = args.front and edge.nginx_binary() is not None
     growth = [int(n) for n in args.growth.split(",") if n.strip()]
-
-    folder = Path(args.folder or tempfile.mkdtemp(prefix="tracecup-bench-full-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    where = _environment(folder)
-    import django  # local: Django is set up only once _environment() has chosen the bench's database
-    django.setup()
+    folder, where = prepare(args, "tracecup-bench-full-")
     from django.core.management import call_command  # local: after django.setup() above
 
     from contest.models import Contest  # local: after django.setup() above
@@ -486,6 +429,9 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
         print(f"public pages p95: {summary['public']['p95']:.0f} ms")
         print(f"team dashboard p95: {summary['team']['p95']:.0f} ms")
         return 0
+    if args.growth_only:
+        growth_table(growth, args, logs)
+        return 0
     by_processes = {}
     if args.compare_processes and args.compare_processes != args.workers:
         for processes in (args.compare_processes, args.workers):
@@ -502,22 +448,14 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     report, procs = _play(plan, args.workers, logs, "bench")  # kept for the load test: the upload is scored
     summary = pages_under_load(report.contest, procs, args, logs)
 
-    by_teams = {}
-    for teams in growth:
-        print(f"# growth: {teams} teams x {args.growth_users} users x {args.growth_days}+{args.growth_days} days "
-              f"on {args.workers} judge processes", flush=True)
-        small = Plan(teams=teams, users=args.growth_users, days=args.growth_days, rounds=1, seed=2019,
-                     slug=f"growth-{teams}t-{args.growth_users}u-{int(time.time())}")
-        by_teams[teams], growth_procs = _play(small, args.workers, logs, "bench-growth")
-        stop_process_groups(growth_procs, grace=10)
+    growth_lines_ = growth_table(growth, args, logs, show=False)
 
     for line in report.summary_lines()[1:-1]:
         print(line)
     if len(by_processes) > 1:
         print("\n" + "\n".join(scaling_lines(by_processes)))
-    if len(by_teams) > 1:
-        print("\n" + "\n".join(growth_lines(by_teams, f"{args.growth_users} users x {args.growth_days}+"
-                                                        f"{args.growth_days} days, {args.workers} judge processes")))
+    if growth_lines_:
+        print("\n" + "\n".join(growth_lines_))
     print(f"whole round: {report.whole_round_seconds():.1f} s")
     print(f"public pages p95: {summary['public']['p95']:.0f} ms")
     print(f"team dashboard p95: {summary['team']['p95']:.0f} ms")

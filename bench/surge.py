@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
+import pickle  # noqa: S403 - the bench's own cache of files it built itself
 import subprocess
 import sys
 import threading
@@ -45,6 +47,7 @@ import numpy as np
 
 from bench.common import PUBLIC_PAGES, TEAM_PAGES, page_load, percentile, prepare, signed_in_cookies, start_web
 from scoring.algorithms.registry import get
+from scoring.traces import Traces
 
 
 # ----- pure parts (tests/test_bench_surge.py) ------------------------------------------------------
@@ -102,7 +105,6 @@ class GeneralizedMix:
 
     @staticmethod
     def _rows(data, grid, truth, users, name, seed, **params) -> list[bytes]:
-        from scoring.traces import Traces
         part = Traces(truth.user_ids[users], truth.time_ids, truth.regions[users])
         return data.anotraces_csv(get(name).run(grid, part, seed=seed, **params)).split(b"\n")[1:-1]
 
@@ -158,9 +160,8 @@ def _dataset_files(ds, kinds: list[str], sizes: list[float], s_req: float, seed:
                    cache: Path | None = None) -> list[tuple[str, bytes]]:
     """The files of ``kinds`` (generalized: of about ``sizes`` bytes, in turn) for data set ``ds``, kept in
     ``cache`` under the original traces' SHA-256 and the choices: a run on other code (the comparison of
-    issue 37) generates the same data from the same seed and sends the same files without building them."""
-    import hashlib
-    import pickle
+    the surge before the fair queue) generates the same data from the same seed and sends the same files
+    without building them."""
     key = hashlib.sha256(repr((ds.original.sha256, kinds, [round(x) for x in sizes], s_req, seed)).encode()).hexdigest()
     path = cache / f"{key}.pickle" if cache is not None else None
     if path is not None and path.exists():
