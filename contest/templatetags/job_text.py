@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django import template
 
+from contest.services.audit import action_label
 from contest.services.job_messages import shown
 from contest.web import naming
 
@@ -28,3 +29,9 @@ def job_arguments(contest, args) -> list:
 def audit_object(contest, entry):
     """An audit entry's object named for the page (``contest.web.naming.audit_object``), or None."""
     return naming.audit_object(contest, entry)
+
+
+@register.filter
+def audit_action(action: str) -> str:
+    """An audit entry's action in the page language ("final set chosen", not ``select_anonymized``)."""
+    return str(action_label(action))
