@@ -54,3 +54,5 @@ def test_the_console_lists_actions_by_label_in_the_page_language(generated):
         with translation.override(language):
             label = str(audit.ACTION_LABELS["select_anonymized"])
         assert label in log and "select_anonymized" not in log, log[:400]
+        if language == "ja":  # the phase buttons' words for a screen reader, in the page language too
+            assert 'visually-hidden"> 匿名化フェーズ' in page and 'visually-hidden"> anonymization' not in page
