@@ -86,7 +86,7 @@ def test_the_preview_appears_after_an_upload_without_reload(live_server, celery_
     first = PrivacyPreview.objects.get(anonymized_set__dataset=ds, anonymized_set__seq=1)
     section = page.locator(f"#preview-ds-{ds.pk}")
     assert f"{first.summary['s_t_min']:.4f}" in section.inner_text()
-    assert "range over 4 pseudonymizations" in section.inner_text()
+    assert "95% prediction interval" in section.inner_text()
     shot(page, "team-preview-of-final-set")
     for seq in (1, 2):
         p = PrivacyPreview.objects.get(anonymized_set__dataset=ds, anonymized_set__seq=seq)
