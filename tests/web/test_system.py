@@ -87,7 +87,7 @@ def test_the_page_shows_a_busy_worker_and_a_stopped_one(worker_env, fast_worker_
 
     html = live_html(organizer)
     state, row = worker_cell(html, "-1@")  # the judge's worker, started first
-    assert state == "alive" and f"#{generating.pk} generate_round" in row and "MiB" in row, row
+    assert state == "alive" and f"#{generating.pk} {generating.get_kind_display()}" in row and "MiB" in row, row
     assert str(judge.pid) in row
     state, row = worker_cell(html, "-2@")
     assert state == "stopped" and "interactive" in row, row
