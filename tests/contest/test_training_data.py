@@ -64,7 +64,8 @@ def test_a_round_trained_on_the_2019_osaka_traces_which_no_team_can_read(make_co
     shown = r.json()["training"]
     import hashlib
     sha = hashlib.sha256(content).hexdigest()
-    assert shown == {"kind": "traces", "name": "osaka_ref.csv", "size": len(content), "sha256": sha}
+    assert shown == {"kind": "traces", "name": "osaka_ref.csv", "size": len(content), "sha256": sha,
+                     "reading": {"users": 2000, "days": 2, "slots_per_day": 20, "time_ids": 40, "extra_slots": 0}}
     _generate(rnd)
     # The generation job trained the contest's method on these traces, with the contest's parameters.
     grid = contest.grid()
