@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_KINDS = {
     ("contest/services/generation.py", "generate_round", "call:audit.record"): "the audit log's action",
     ("contest/services/results.py", "rescore", "call:audit.record"): "the audit log's action",
+    ("contest/services/audit.py", "generate_round", "dict-key"): "the audit log's action, with its label",
+    ("contest/services/audit.py", "rescore", "dict-key"): "the audit log's action, with its label",
     ("contest/services/results.py", "judge_attacks", "dict-key"): "the count of judge-attack jobs queued",
     ("contest/services/parameters.py", "judge_attacks", "dict-key"): "the contest's field of that name",
     ("contest/web/views.py", "judge_attacks", "dict-key"): "the contest's field of that name",
