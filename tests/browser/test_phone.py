@@ -114,3 +114,37 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
     assert rows and max(rows) < 600, rows
     shot(page, f"phone-team-attack-phase-{lang}")
     ctx.close()
+
+
+@pytest.mark.parametrize("lang", ["en", "ja"])
+def test_the_team_page_on_a_phone_is_short(demo_site, browser, lang):
+    """The demo team's page at 390 px: each challenge's card keeps its newest result (the history's newest row,
+    the preview's score table) in view and folds the preview's explanation and its command line, so the page
+    is shorter (7,070 px in English with them open)."""
+    from contest.models import AnonymizedSet
+    from contest.services.previews import compute_preview
+    base, contest = demo_site
+    # the previews `make demo`'s worker computes after the setup (the judge's queue; inline here)
+    for aset in AnonymizedSet.objects.filter(dataset__round__contest=contest, dataset__team__number=1):
+        compute_preview(aset)
+    ctx = _context(browser, base, WIDTH, lang)
+    page = ctx.new_page()
+    _login(page, base, "alice", "alice-demo")
+    heights, unfolded, shown = {}, [], 0
+    for number in contest.rounds.values_list("number", flat=True):
+        page.goto(f"{base}/c/demo/team/?round={number}")
+        heights[number] = page.evaluate("document.documentElement.scrollHeight")
+        # the newest result stays on screen: each preview's score table is not folded
+        for table in page.locator("section.privacy-preview table.preview-attacks").all():
+            assert table.is_visible()
+        # the explanation and the command line are folded, closed until asked for
+        previews = page.locator("section.privacy-preview").count()
+        shown += previews
+        for part in ("preview-about-part", "preview-command-part"):
+            folded = page.locator(f"section.privacy-preview details.{part}:not([open])")
+            if folded.count() != previews:
+                unfolded.append(f"round {number}: {part} closed in {folded.count()} of {previews} previews")
+        assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+    # round 1 with its two previews: 7,070 px with the explanations and command lines open, 5,484 px folded
+    assert shown >= 2 and max(heights.values()) < 6000 and not unfolded, (shown, heights, unfolded)
+    ctx.close()

@@ -36,6 +36,7 @@ def test_the_preview_appears_after_an_upload_without_reload(live_server, celery_
     section.wait_for(timeout=180_000)
     assert page.evaluate("window.__notReloaded") is True  # it came by the poller, not by a reload
     p = PrivacyPreview.objects.get(anonymized_set__dataset=ds)
+    section.locator("details.preview-command-part > summary").click()  # the card folds the command line
     text = section.inner_text()
     assert "preview: the judge's sample attacks only; other teams' attacks come later" in text
     for a in p.summary["attacks"]:
