@@ -186,8 +186,10 @@ class RoundForm(forms.Form):
     def clean(self):
         d = super().clean()
         keys = ["anonymization_opens", "anonymization_closes", "attack_opens", "attack_closes"]
-        times = [d.get(k) for k in keys]
-        if all(times) and not (times[0] < times[1] <= times[2] < times[3]):
+        given = [(i, d[k]) for i, k in enumerate(keys) if d.get(k)]
+        # every pair of the times given, so that a missing or wrong time elsewhere in the form does not hide a
+        # wrong order of the others (all problems in one pass); only anonymization closes = attack opens is allowed
+        if any(b < a or b == a and (i, j) != (1, 2) for n, (i, a) in enumerate(given) for j, b in given[n + 1:]):
             raise forms.ValidationError(_("Phases must be in order: anonymization opens < closes <= attack opens < closes."))
         return d
 

@@ -35,3 +35,18 @@ def test_a_failed_create_shows_a_summary_at_the_top_linking_to_the_fields(db, cl
     assert '<a href="#id_c-name">' in summary.group(1)
     # the summary comes before the list of contests and the forms, right under the heading
     assert page.index('id="form-errors"') < page.index('id="new"')
+
+
+@pytest.mark.parametrize("missing", ["c-name", "r-attack_opens", "r-anonymization_opens"])
+def test_a_wrong_phase_order_is_reported_with_the_missing_fields(db, client_for, missing):
+    """One submit reports every problem: the anonymization phase closing after the attack phase closes is
+    reported beside a missing name or a missing time (the order was checked only when all four times were
+    given, so a second submit found it)."""
+    get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
+    form = _console_form(**{"c-name": "Cup", "c-slug": "cup", "c-synthesizer": "city",
+                            "r-anonymization_closes": "2099-02-01T10:00", missing: ""})
+    r = client_for("boss").post("/console/", form)
+    summary = r.content.decode().split('id="form-errors"')[1].split("</div>")[0]
+    assert not Contest.objects.filter(slug="cup").exists()
+    assert f'<a href="#id_{missing}">' in summary, summary
+    assert "Phases must be in order" in summary, summary
