@@ -380,6 +380,11 @@ CELERY_WORKER_MAX_MEMORY_PER_CHILD = env.int("TRACECUP_WORKER_MAX_MEMORY_MB", de
 # web processes on a shared machine, so pages stay fast while a round is judged (0: no change).
 TRACECUP_WORKER_NICE = env.int("TRACECUP_WORKER_NICE", default=10)
 TRACECUP_SWEEP_SECONDS = env.int("TRACECUP_SWEEP_SECONDS", default=60)
+# Behind the trusted proxy (TRACECUP_TRUSTED_PROXY) an upload's deadline is checked at the time its
+# request began (contest.request_start), and the sweep closes a phase this many seconds after its deadline,
+# so that an upload begun in time whose body nginx is still reading arrives before the close (rules §15).
+# 60 s: three times nginx's client_body_timeout; an 80 MB upload at 1.4 MB/s. "Close now" closes at once.
+TRACECUP_DEADLINE_GRACE_SECONDS = max(env.float("TRACECUP_DEADLINE_GRACE_SECONDS", default=60.0), 0.0)
 # Each worker's main process writes its heartbeat row this often (contest.system.heartbeat); a worker
 # silent for TRACECUP_WORKER_STALE_SECONDS (three missed beats) counts as dead on the System page, in
 # /readyz and in /metrics.

@@ -14,7 +14,7 @@ from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contest import permissions, second_factor, selectors
+from contest import permissions, request_start, second_factor, selectors
 from contest.api import serializers as S
 from contest.api import throttles
 from contest.models import Contest, Job, Phase, PrivacyPreview, StoredFile
@@ -223,7 +223,8 @@ class AnonymizedSetUpload(APIView):
         ds = get_object_or_404(selectors.datasets(), pk=pk)
         content, name, _fields = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name,
-                                             key=request.headers.get("Idempotency-Key"))
+                                             key=request.headers.get("Idempotency-Key"),
+                                             started_at=request_start.started_at(request))
         return _accepted(request, aset, S.AnonymizedSetSerializer,
                          selectors.scoring_jobs_of(aset))
 
@@ -346,7 +347,8 @@ class AttackUpload(APIView):
             raise PermissionDenied(_("only members of a team of this contest can upload attacks"))
         content, name, fields = _upload(request, S.AttackUploadSerializer)
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
-                                       content=content, name=name, key=request.headers.get("Idempotency-Key"))
+                                       content=content, name=name, key=request.headers.get("Idempotency-Key"),
+                                       started_at=request_start.started_at(request))
         return _accepted(request, attack, S.AttackSerializer,
                          selectors.scoring_jobs_of(attack))
 

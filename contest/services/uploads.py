@@ -3,7 +3,10 @@
 Rules enforced at upload time, race-free:
 
 - the phase window, by server time (anonymization phase for anonymized sets,
-  attack phase for attacks);
+  attack phase for attacks) when the request began (``started_at``: the front's
+  statement, ``contest.request_start``), so an upload begun before the deadline
+  is accepted if it is stored before the phase's close, which the sweep runs a
+  grace after the deadline (rules §15);
 - at most ``Contest.anonymized_upload_limit`` accepted anonymized sets per
   (team, challenge, round), and at most ``etable_limit`` etables and
   ``etraces_limit`` etraces per (attacker, target set). The count and the
@@ -81,7 +84,8 @@ def _phase(round_, kind) -> Phase | None:
 
 
 def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
-    """The round's open ``kind`` phase, or RuleViolation saying when it runs.
+    """The round's ``kind`` phase if it is open at ``now`` (an upload's: when its request began) and not
+    closed yet, or RuleViolation saying when it runs.
 
     With ``lock`` (inside the upload's transaction) the phase is share-locked
     first (:func:`lock_phase`): uploads do not wait for each other, but a close
@@ -96,12 +100,20 @@ def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
     what = gettext("anonymization phase") if kind == Phase.ANONYMIZATION else gettext("attack phase")
     if phase is None:
         raise RuleViolation(gettext("%(round)s has no %(phase)s") % {"round": round_.name, "phase": what})
+    contest = round_.contest
+    if phase.closed_at is not None and phase.opens_at <= now < phase.closes_at:
+        # begun in time (the request's start), but arrived after the close had frozen the phase
+        raise RuleViolation(
+            gettext("the %(phase)s of %(round)s is not open: it was closed at %(closed)s, before this upload had "
+                    "arrived (deadline %(closes)s)") % {
+                "phase": what, "round": round_.name, "closed": contest.local_text(phase.closed_at, seconds=True),
+                "closes": contest.local_text(phase.closes_at)})
     if not phase.is_open(now):
-        contest = round_.contest
         raise RuleViolation(
             gettext("the %(phase)s of %(round)s is not open (it runs from %(opens)s to %(closes)s; server time "
                     "is %(now)s)") % {"phase": what, "round": round_.name, "opens": contest.local_text(phase.opens_at),
-                                      "closes": contest.local_text(phase.closes_at), "now": contest.local_text(now)})
+                                      "closes": contest.local_text(phase.closes_at),
+                                      "now": contest.local_text(now, seconds=True)})
     return phase
 
 
@@ -229,19 +241,22 @@ def _by_key(model, key: str):
 
 # ----- anonymized sets -------------------------------------------------------------
 def submit_anonymized_set(*, user, dataset: Dataset, content, name: str, now=None,
-                          key: str | None = None) -> AnonymizedSet:
+                          key: str | None = None, started_at=None) -> AnonymizedSet:
     """Store an anotraces upload (``content``: bytes or a binary file) and queue its validation and utility scoring.
 
-    ``key``: the client's idempotency key; a request sent again with it answers with the upload it stored."""
+    ``key``: the client's idempotency key; a request sent again with it answers with the upload it stored.
+    ``started_at``: when the request began (``contest.request_start.started_at``), the time the phase is
+    checked at and the row's ``created_at``; default ``now`` (default the current time)."""
     decision = permissions.can_upload_anonymized(user, dataset)
     if not decision:
         raise NotAllowed(decision.reason)
     contest = dataset.round.contest
-    _require_open(dataset.round, Phase.ANONYMIZATION, now)     # early answer; checked again under the lock
+    _require_open(dataset.round, Phase.ANONYMIZATION, started_at or now)  # early answer; again under the lock
     _check_size(contest, content, name)
     key = request_key(user, key)
-    return retry_once_if_connection_dropped(lambda: _store_anonymized_set(user, dataset, content, name, now, key),
-                                            _by_key(AnonymizedSet, key))
+    return retry_once_if_connection_dropped(
+        lambda: _store_anonymized_set(user, dataset, content, name, started_at or now, key),
+        _by_key(AnonymizedSet, key))
 
 
 def _store_anonymized_set(user, dataset: Dataset, content, name: str, now, key: str | None = None) -> AnonymizedSet:
@@ -380,9 +395,9 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
 
 # ----- attacks -------------------------------------------------------------------------
 def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content, name: str,
-                  now=None, key: str | None = None) -> Attack:
-    """Store an etable/etraces upload against ``target`` and queue its scoring (``key``: as for
-    :func:`submit_anonymized_set`)."""
+                  now=None, key: str | None = None, started_at=None) -> Attack:
+    """Store an etable/etraces upload against ``target`` and queue its scoring (``key``, ``started_at``: as
+    for :func:`submit_anonymized_set`)."""
     if kind not in (Attack.ETABLE, Attack.ETRACES):
         raise RuleViolation(gettext("unknown attack kind %(kind)s; expected etable or etraces") % {"kind": repr(kind)},
                             status=400)
@@ -391,11 +406,12 @@ def submit_attack(*, user, attacker: Team, target: PublicSet, kind: str, content
         raise NotAllowed(decision.reason)
     round_ = target.dataset.round
     contest = round_.contest
-    _require_open(round_, Phase.ATTACK, now)                   # early answer; checked again under the lock
+    _require_open(round_, Phase.ATTACK, started_at or now)     # early answer; checked again under the lock
     _check_size(contest, content, name)
     key = request_key(user, key)
     return retry_once_if_connection_dropped(
-        lambda: _store_attack(user, attacker, target, kind, content, name, now, key), _by_key(Attack, key))
+        lambda: _store_attack(user, attacker, target, kind, content, name, started_at or now, key),
+        _by_key(Attack, key))
 
 
 def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, name: str, now,

@@ -19,7 +19,7 @@ from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from contest import job_kinds, permissions, selectors
+from contest import job_kinds, permissions, request_start, selectors
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Round, StoredFile
 from contest.services import announcements, bundles, figures, previews, storage, uploads
 from contest.services.errors import ServiceError
@@ -406,13 +406,14 @@ def _live_card(request, contest, element_id: str, template: str, **context) -> d
 @login_required
 @require_POST
 def upload_anonymized(request, slug, dataset_id):
+    started = request_start.started_at(request)  # the deadline counts when the request began (rules §15)
     contest = get_contest(slug)
     dataset = get_object_or_404(selectors.datasets(), pk=dataset_id,
                                 round__contest=contest)
     back = reverse("web:team", args=[slug]) + f"#ds-{dataset.pk}"
     aset, refused = _submit_upload(request, UploadForm(request.POST, request.FILES), back, lambda content, name:
                                    uploads.submit_anonymized_set(user=request.user, dataset=dataset,
-                                                                 content=content, name=name))
+                                                                 content=content, name=name, started_at=started))
     if refused is not None:
         return refused
     detail = reverse("web:upload_detail", args=[slug, aset.pk])
@@ -479,12 +480,14 @@ def select_upload(request, slug, upload_id):
 @login_required
 @require_POST
 def upload_attack(request, slug, public_set_id):
+    started = request_start.started_at(request)  # the deadline counts when the request began (rules §15)
     contest, team, target = _attack_target(request, slug, public_set_id)
     back = reverse("web:team", args=[slug]) + f"#ps-{target.pk}"
     form = AttackUploadForm(request.POST, request.FILES)
     attack, refused = _submit_upload(request, form, back, lambda content, name:
                                      uploads.submit_attack(user=request.user, attacker=team, target=target,
-                                                           kind=form.cleaned_data["kind"], content=content, name=name))
+                                                           kind=form.cleaned_data["kind"], content=content, name=name,
+                                                           started_at=started))
     if refused is not None:
         return refused
 

@@ -8,6 +8,7 @@ and the site answers nothing (checked first: the attack is real); through nginx 
 """
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -28,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def production_stack(tmp_path):
-    """(gunicorn port, nginx port) of a production-like stack on the test database."""
+@contextlib.contextmanager
+def _stack(tmp_path, **extra_env):
+    """(gunicorn port, nginx port) of a production-like stack on the test database; ``extra_env``: gunicorn's."""
     if edge.nginx_binary() is None:
         if os.environ.get("CI"):
             pytest.fail("nginx is missing: .ci/run installs it")
@@ -38,7 +39,7 @@ def production_stack(tmp_path):
     port = edge.free_port()
     env = dict(os.environ, DATABASE_URL=database_url(), TRACECUP_PRODUCTION="1", DEBUG="0",
                SECRET_KEY="edge-test-" + "k" * 50, ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0",
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", **extra_env)
     log = open(tmp_path / "gunicorn.log", "w")
     web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
                             "--workers", "1", "--timeout", "300"], cwd=ROOT, env=env, stdout=log,
@@ -56,6 +57,22 @@ def production_stack(tmp_path):
         proxy.stop()
         stop_process_groups([web], grace=5)
         log.close()
+
+
+@pytest.fixture
+def production_stack(tmp_path):
+    """(gunicorn port, nginx port) of a production-like stack on the test database."""
+    with _stack(tmp_path) as ports:
+        yield ports
+
+
+@pytest.fixture
+def trusted_stack(tmp_path):
+    """The same stack as docker-compose runs it, Django trusting nginx's headers (``TRACECUP_TRUSTED_PROXY``);
+    the jobs it queues go to a folder broker of the test's own (no worker takes them)."""
+    with _stack(tmp_path, TRACECUP_TRUSTED_PROXY="1", CELERY_BROKER_URL="",
+                TRACECUP_BROKER_DIR=str(tmp_path / "broker")) as ports:
+        yield ports
 
 
 def test_half_sent_requests_hold_gunicorn_but_not_the_site_behind_nginx(production_stack):
@@ -182,3 +199,58 @@ def test_nginx_own_error_pages_carry_a_content_security_policy(production_stack,
             _edge_headers_hold(headers)
     finally:
         down.stop()
+
+
+def _multipart(name: str, content: bytes) -> tuple[str, bytes]:
+    """(Content-Type, body) of a form with one file field ``file``."""
+    boundary = "tracecup-edge-test"
+    body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\n"
+            f"Content-Type: text/csv\r\n\r\n").encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    return f"multipart/form-data; boundary={boundary}", body
+
+
+def _upload_trickled(port: int, path: str, token: str, content: bytes, send_rest_at: float) -> tuple[int, dict]:
+    """POST an upload to nginx on ``port``: the headers and half the body now, the rest at ``send_rest_at``
+    (epoch s), as a large upload's body arrives over a slow link. Returns (status, JSON answer)."""
+    content_type, body = _multipart("late.csv", content)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.putrequest("POST", path)
+    for k, v in (("Authorization", f"Token {token}"), ("Content-Type", content_type),
+                 ("Content-Length", str(len(body))), ("Accept", "application/json")):
+        conn.putheader(k, v)
+    conn.endheaders(body[:len(body) // 2])
+    time.sleep(max(0.0, send_rest_at - time.time()))
+    conn.send(body[len(body) // 2:])
+    r = conn.getresponse()
+    answer = json.loads(r.read() or b"{}")
+    conn.close()
+    return r.status, answer
+
+
+def test_an_upload_begun_before_the_deadline_whose_body_arrives_after_it_is_accepted(trusted_stack, generated):
+    """Through nginx (the whole body read before Django sees it) with the deadline 1.5 s away: an upload whose
+    body is still arriving at the deadline is accepted, since it began before (rules §15); one begun after
+    the deadline is refused, though the sweep has not closed the phase in either case."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
+
+    from contest.models import AnonymizedSet, Dataset, Phase
+    from tests.contest.conftest import anonymize_csv, user
+    _gunicorn, nginx = trusted_stack
+    ds = Dataset.objects.get(round__contest=generated, number=1, challenge=1)
+    token = Token.objects.get_or_create(user=user("alpha1"))[0].key
+    content, path = anonymize_csv(ds), f"/api/datasets/{ds.pk}/anonymized-sets/"
+    closes_at = timezone.now() + timedelta(seconds=1.5)
+    Phase.objects.filter(round__contest=generated, kind=Phase.ANONYMIZATION).update(closes_at=closes_at)
+    began = time.time()
+    status, answer = _upload_trickled(nginx, path, token, content, send_rest_at=closes_at.timestamp() + 1.0)
+    assert began < closes_at.timestamp() < time.time()  # begun before the deadline, answered after it
+    assert status == 202, answer
+    stored = AnonymizedSet.objects.get(pk=answer["id"])
+    assert abs(stored.created_at.timestamp() - began) < 0.5  # the time it began, as nginx stated it
+    status, answer = _upload_trickled(nginx, path, token, content, send_rest_at=time.time())
+    assert status == 409 and "not open" in answer["error"]["message"], answer
+    assert AnonymizedSet.objects.filter(dataset=ds).count() == 1
+    assert Phase.objects.get(round__contest=generated, kind=Phase.ANONYMIZATION).closed_at is None
