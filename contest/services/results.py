@@ -37,6 +37,7 @@ from contest.models import (
     Round,
     Score,
 )
+from contest.request_start import deadline_grace
 from contest.services import analyses, audit, jobs, results_snapshot, round_figures
 from contest.services.errors import ServiceError
 from contest.services.job_messages import say
@@ -326,16 +327,17 @@ def check_publishable(contest: Contest, through_round: int | None) -> None:
                 "round": names[through_round]})
     if not played:
         raise PublishError(gettext("no round has been played yet: close an anonymization phase first"))
-    now = timezone.now()
+    # within the grace after its deadline the phase is still open to attacks begun in time (rules §15)
+    due = timezone.now() - deadline_grace()
     for phase in (Phase.objects.filter(round__contest=contest, kind=Phase.ATTACK, closed_at__isnull=True,
-                                       closes_at__gt=now, round__number__in=included_rounds(contest, through_round))
+                                       closes_at__gt=due, round__number__in=included_rounds(contest, through_round))
                   .select_related("round__contest").order_by("round__number")):
         earlier = [n for n in played if n < phase.round.number]
         hint = (gettext("close it first, or publish through %(round)s (round %(n)s) only") % {
                     "round": names[earlier[-1]], "n": earlier[-1]} if earlier else gettext("close it first"))
         raise PublishError(gettext("the attack phase of %(round)s has not closed (it closes %(closes)s): its "
                                    "attacks are not all counted yet; %(hint)s") % {
-            "round": phase.round.name, "closes": contest.local_text(phase.closes_at), "hint": hint})
+            "round": phase.round.name, "closes": contest.local_text(phase.closes_at + deadline_grace()), "hint": hint})
 
 
 def publish_results(contest: Contest, *, user=None, through_round: int | None = None) -> ResultsSnapshot:

@@ -18,7 +18,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from contest.models import Phase, PublicSet, Round
-from contest.services import audit, judge, results
+from contest.request_start import deadline_grace
+from contest.services import audit, judge, results, uploads
 from contest.services.errors import ServiceError
 
 
@@ -140,22 +141,27 @@ def open_attack_now(round_: Round, *, user=None, now: datetime | None = None) ->
 
 
 def close_due_phases(now: datetime | None = None) -> int:
-    """The sweep's part: close every phase past its deadline (returns how many).
+    """The sweep's part: close every phase past its deadline by the grace (returns how many).
 
-    An anonymization phase gets the judge's close (freeze, pseudonymize,
-    judge attacks) queued; an attack phase is marked closed at its deadline and
-    the results are recomputed (still embargoed until published).
+    A phase is due ``request_start.deadline_grace()`` after its deadline: an upload whose request began
+    before the deadline and whose body the front was still reading is stored before the close (uploads
+    are checked at their request's start, rules §15). The organizer's "close now" does not wait.
+    An anonymization phase gets the judge's close (freeze, pseudonymize, judge attacks) queued; an attack
+    phase is marked closed at its deadline, under the phase's lock (an upload in flight is stored first,
+    a later one is refused: ``uploads.lock_phase``), and the results are recomputed (still embargoed until
+    published).
     """
-    now = now or timezone.now()
+    due = (now or timezone.now()) - deadline_grace()
     n = 0
-    for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=now):
+    for phase in Phase.objects.filter(kind=Phase.ANONYMIZATION, closed_at__isnull=True, closes_at__lte=due):
         if not judge.close_queued(phase.round_id):
             with transaction.atomic():
                 judge.request_close(phase.round)
             n += 1
     for phase in Phase.objects.filter(kind=Phase.ATTACK, closed_at__isnull=True,
-                                      closes_at__lte=now).select_related("round__contest"):
+                                      closes_at__lte=due).select_related("round__contest"):
         with transaction.atomic():
+            uploads.lock_phase(phase.pk, shared=False)
             if Phase.objects.filter(pk=phase.pk, closed_at__isnull=True).update(closed_at=phase.closes_at):
                 audit.record("close_phase", contest=phase.round.contest, obj=phase, round=phase.round.number,
                              kind=phase.kind, by="deadline")
@@ -163,3 +169,7 @@ def close_due_phases(now: datetime | None = None) -> int:
                 n += 1
     return n
 
+
+def close_time(phase: Phase) -> datetime:
+    """When the sweep closes ``phase`` at the earliest (:func:`close_due_phases`): its deadline and the grace."""
+    return phase.closes_at + deadline_grace()
