@@ -220,11 +220,11 @@ class AnonymizedSetUpload(APIView):
     @extend_schema(request=S.UploadSerializer, responses={202: S.AnonymizedSetSerializer})
     def post(self, request, pk):
         """Upload an anotraces file for data set ``id`` (your team's, challenge 1 or 2)."""
+        started = request_start.started_at(request)  # the deadline counts when the request began (rules §15)
         ds = get_object_or_404(selectors.datasets(), pk=pk)
         content, name, _fields = _upload(request)
         aset = uploads.submit_anonymized_set(user=request.user, dataset=ds, content=content, name=name,
-                                             key=request.headers.get("Idempotency-Key"),
-                                             started_at=request_start.started_at(request))
+                                             key=request.headers.get("Idempotency-Key"), started_at=started)
         return _accepted(request, aset, S.AnonymizedSetSerializer,
                          selectors.scoring_jobs_of(aset))
 
@@ -341,6 +341,7 @@ class AttackUpload(APIView):
     @extend_schema(request=S.AttackUploadSerializer, responses={202: S.AttackSerializer})
     def post(self, request, pk):
         """Upload an etable or etraces (field ``kind``) against public set ``id``."""
+        started = request_start.started_at(request)  # the deadline counts when the request began (rules §15)
         target = get_object_or_404(selectors.public_sets(), pk=pk)
         team = permissions.team_of(request.user, target.dataset.round.contest)
         if team is None:
@@ -348,7 +349,7 @@ class AttackUpload(APIView):
         content, name, fields = _upload(request, S.AttackUploadSerializer)
         attack = uploads.submit_attack(user=request.user, attacker=team, target=target, kind=fields["kind"],
                                        content=content, name=name, key=request.headers.get("Idempotency-Key"),
-                                       started_at=request_start.started_at(request))
+                                       started_at=started)
         return _accepted(request, attack, S.AttackSerializer,
                          selectors.scoring_jobs_of(attack))
 

@@ -155,6 +155,8 @@ def console_contest(request, slug):
             "phases": [{"phase": p, "open": p.is_open(now), "opens": p.opens_at,
                         "closes": p.closes_at, "form": _schedule_form(contest, p),
                         "can_close_now": schedule.can_close_now(p, now),
+                        # past its deadline, not closed yet: uploads begun in time still arrive until the close
+                        "closing_at": schedule.close_time(p) if p.closed_at is None and p.closes_at <= now else None,
                         # Moving the dates of a running phase that has uploads: teams see it at once.
                         "uploads_in_phase": (n_uploads if p.kind == Phase.ANONYMIZATION else n_attacks)
                         if p.is_open(now) else 0,

@@ -27,6 +27,7 @@ from django.utils.translation import gettext_noop, ngettext
 
 from contest import permissions, selectors
 from contest.models import IDP, TRP
+from contest.request_start import deadline_grace
 from contest.selectors import visible_snapshot
 from contest.services import accounts as accounts_service
 from contest.services import announcements, results, results_snapshot, teams
@@ -111,6 +112,7 @@ def rules(request, slug):
         "cell_km": (grid.km_lat * (grid.max_y - grid.min_y) / grid.ny, grid.km_lon * (grid.max_x - grid.min_x) / grid.nx),
         "rounds": contest.rounds.all(),
         "phases": phase_rows(contest),
+        "grace_seconds": round(deadline_grace().total_seconds()),
         "hospitals": sorted(contest.hospitals),
         "slot_end": _slot_clock(contest.day_start_minute + (contest.slots_per_day - 1) * contest.slot_minutes),
         "slot_start": _slot_clock(contest.day_start_minute),

@@ -159,3 +159,15 @@ def test_the_sweep_closes_a_phase_only_a_grace_after_its_deadline(generated, set
     assert sweep(attack.closes_at + grace)["phases_closed"] == 1
     attack.refresh_from_db()
     assert attack.closed_at == attack.closes_at
+
+
+def test_the_pages_say_when_the_close_runs(generated, settings):
+    """Within the grace the console says the close is still to run, and when; the rules page states the rule."""
+    settings.TRACECUP_DEADLINE_GRACE_SECONDS = 60.0
+    past_deadline(generated, seconds=1)
+    judge = Client()
+    judge.force_login(user("judge"))
+    page = judge.get(f"/console/{generated.slug}/").content.decode()
+    assert "deadline passed; the close runs after" in page
+    rules = Client().get(f"/c/{generated.slug}/rules/").content.decode()
+    assert "An upload counts from when its request began" in rules and "60 seconds or a little more" in rules
