@@ -124,6 +124,17 @@ def readme_shot():
 
 
 @pytest.fixture
+def demo_contest(transactional_db, snapshot_base):
+    """The demo contest of ``make demo`` (round 1 played and published, round 2 open), committed for the
+    live server. Built for real by the first test of the session that asks for it (``setup_demo``: two rounds
+    generated, one played: about ten seconds), then laid from its rows (tests/snapshots.py) in a fraction
+    of a second, every time moved so that its phases are as open as when it was built."""
+    from contest.services.demo import setup_demo
+    from tests import snapshots
+    return snapshots.built_once("demo", lambda: setup_demo(log=lambda *a: None), snapshot_base)
+
+
+@pytest.fixture
 def celery_worker_process(celery_worker):
     """The real Celery worker process (tests/worker.py: SQLite or PostgreSQL,
     filesystem broker in a private folder or Redis), with Celery's cached broker connections dropped

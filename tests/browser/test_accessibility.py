@@ -73,11 +73,10 @@ HEATMAP_CONTRAST_JS = """() => {
 
 
 @pytest.fixture
-def demo_site(live_server, settings):
+def demo_site(live_server, settings, demo_contest):
     """The demo contest (round 1 published, round 2 open) and the failing /boom/ route of the 500 page."""
-    from contest.services.demo import setup_demo
     settings.ROOT_URLCONF = "tests.browser.urls_with_error"
-    return live_server.url, setup_demo(log=lambda *a: None)
+    return live_server.url, demo_contest
 
 
 def test_every_page_kind_passes_axe(demo_site, browser, shot):

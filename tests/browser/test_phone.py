@@ -31,9 +31,8 @@ CHART_TEXTS_JS = """() => {
 
 
 @pytest.fixture
-def demo_site(live_server):
-    from contest.services.demo import setup_demo
-    return live_server.url, setup_demo(log=lambda *a: None)
+def demo_site(live_server, demo_contest):
+    return live_server.url, demo_contest
 
 
 def _inside(page, locator) -> list[str]:
