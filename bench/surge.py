@@ -11,7 +11,9 @@
    (an event missing: rejected).
 2. **The surge.** The anonymization phase's deadline is set ``--window`` (60) s ahead; the teams send
    their uploads through the API at random moments of that minute (three in its last two seconds), and
-   three more just after the deadline, which must be refused. At the deadline the bench sends the sweep
+   three more just after the deadline, which must be refused. The deadline is checked at each request's
+   start as nginx states it (``contest.request_start``), and the close waits the grace after the deadline
+   as in production: ``TRACECUP_DEADLINE_GRACE_SECONDS`` after it the bench sends the sweep
    (``contest.tasks.sweep``), as beat does every ``TRACECUP_SWEEP_SECONDS``: it queues the close.
    Meanwhile wrk (``bench/wrk.lua``, a visitor's ``--think-ms`` between requests) loads the public pages
    and the team dashboard with ``--clients`` connections, from the window's start to a minute after the
@@ -22,11 +24,11 @@
 
 It prints each upload's and attack's time from the request's start to its score and to its preview
 (p50, p95, max; previews superseded by a newer upload or skipped at the close are not counted), each
-team's longest wait, the time from the deadline to the attack material, the pages' p95 during both
-minutes, and the deadline's accounting: requests begun before it and refused, or begun after it and
-accepted. The output ends with the ``surge ...`` lines of issue 37. The machine's ``uptime`` is printed
-at the start and the end (other work on the cores moves every figure). ``--teams 3 --users 200 --days 2``
-is a smoke run of a few minutes.
+team's longest wait, the time from the deadline to the attack material (the grace included), the pages'
+p95 during both minutes, and the deadline's accounting: requests begun before it (the client's clock, when
+it began sending) and refused, or begun after it and accepted. The output ends with the ``surge ...`` lines
+of issue 37. The machine's ``uptime`` is printed at the start and the end (other work on the cores moves
+every figure). ``--teams 3 --users 200 --days 2`` is a smoke run of a few minutes.
 """
 from __future__ import annotations
 
@@ -280,11 +282,13 @@ def _wait_until(check, timeout: float, what: str, every: float = 0.5):
 
 
 def close_at_deadline(rnd, deadline: float, sweep_seconds: float) -> None:
-    """At ``deadline`` send the sweep as beat does (it closes the due phase), again each ``sweep_seconds``
-    until the close is queued (a sweep nobody took within its period expires, as beat's)."""
+    """The grace after ``deadline`` (``TRACECUP_DEADLINE_GRACE_SECONDS``, when the sweep first finds the phase
+    due) send the sweep as beat does (it closes the due phase), again each ``sweep_seconds`` until the close
+    is queued (a sweep nobody took within its period expires, as beat's)."""
     from contest.models import Job  # local: the models load once main() has set Django up
+    from contest.request_start import deadline_grace  # local: the same
     from contest.tasks import sweep  # local: the same
-    time.sleep(max(0.0, deadline - time.time()))
+    time.sleep(max(0.0, deadline + deadline_grace().total_seconds() - time.time()))
     while True:
         sweep.apply_async(expires=sweep_seconds)
         try:
