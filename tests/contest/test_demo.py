@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -101,13 +102,20 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _start_demo(cmd: list[str], tmp_path) -> tuple[subprocess.Popen, int]:
-    """Start ``cmd`` (the demo) on a private var dir and free port; return (process, port) once it serves."""
-    port = _free_port()
+def _demo_env(var_dir: Path, port: int | None = None) -> dict:
+    """The environment of a demo on its own var/ folder (the embedded default: no DATABASE_URL, no broker URL)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_BROKER_URL")}
-    env.update(TRACECUP_VAR_DIR=str(tmp_path / "var"), PORT=str(port), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    env.update(TRACECUP_VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1")
+    if port is not None:
+        env["PORT"] = str(port)
+    return env
+
+
+def _start_demo(cmd: list[str], var_dir: Path) -> tuple[subprocess.Popen, int]:
+    """Start ``cmd`` (the demo) on the var/ folder ``var_dir`` and a free port; return (process, port) once it serves."""
+    port = _free_port()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_demo_env(var_dir, port), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
     lines = []
     # the set-up (two rounds generated, one played) takes 2-4 min on a busy 2-core machine, and the URL is
     # printed only once the web server answers
@@ -121,6 +129,26 @@ def _start_demo(cmd: list[str], tmp_path) -> tuple[subprocess.Popen, int]:
             return proc, port
     os.killpg(proc.pid, signal.SIGKILL)
     pytest.fail("the demo did not start:\n" + "".join(lines))
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory) -> Path:
+    """The var/ folder of this module's first demo: empty until the fresh machine's test has run the demo in it,
+    then holding the demo contest that test built, which the later tests copy (:func:`built_demo_var`)."""
+    return tmp_path_factory.mktemp("demo") / "var"
+
+
+@pytest.fixture
+def built_demo_var(demo_home, tmp_path) -> Path:
+    """A copy of a var/ folder whose demo contest is built: a demo started on it reuses the contest and serves
+    within seconds, so the tests of stopping and supervising do not each generate and play it again. Built
+    here (``manage.py demo --no-serve``) when the fresh machine's test did not run first."""
+    if not (demo_home / "tracecup.sqlite3").exists():
+        subprocess.run([sys.executable, "manage.py", "demo", "--no-serve"], cwd=ROOT, env=_demo_env(demo_home),
+                       check=True, capture_output=True, timeout=480)
+    var = tmp_path / "var"
+    shutil.copytree(demo_home, var)
+    return var
 
 
 def _interrupt(proc: subprocess.Popen) -> str:
@@ -171,12 +199,13 @@ def _contest_slugs(port: int) -> list[str] | None:
 
 
 @pytest.mark.integration
-def test_demo_serves_on_a_fresh_machine(tmp_path):
+def test_demo_serves_on_a_fresh_machine(demo_home):
     # Started the way a shell without job control starts a background command (`sh -c 'make demo &'`, a
     # CI script): with SIGINT ignored, which Python keeps. The demo must still stop on the SIGINT below.
     as_background_job = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                          "os.execv(sys.executable, [sys.executable, 'manage.py', 'demo'])")
-    proc, port = _start_demo([sys.executable, "-c", as_background_job], tmp_path)
+    assert not demo_home.exists()  # a fresh machine: no database, no broker folder, nothing
+    proc, port = _start_demo([sys.executable, "-c", as_background_job], demo_home)
     try:
         _answers_at_once_with_the_sites_own_404(port)
         assert _contest_slugs(port) == ["demo"]
@@ -201,10 +230,10 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.integration
-def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(tmp_path):
+def test_make_demo_stops_everything_on_sigterm_within_ten_seconds(built_demo_var):
     """SIGTERM to `make demo` (a service manager's stop): web, both workers (with their pools) and beat all gone in 10 s."""
     # PY: this interpreter; STAMP empty: the environment is already installed
-    make, _port = _start_demo(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], tmp_path)
+    make, _port = _start_demo(["make", "-s", "demo", f"PY={sys.executable}", "STAMP="], built_demo_var)
     try:
         for _ in range(60):  # the worker forks its pool children after it starts
             everything = set(process_tree(make.pid)) - {make.pid}
@@ -242,10 +271,10 @@ def _worker_pid(tag: str) -> int | None:
 
 
 @pytest.mark.integration
-def test_the_demo_restarts_a_worker_that_died(tmp_path):
+def test_the_demo_restarts_a_worker_that_died(built_demo_var):
     """A worker killed outright (the broker lost, the kernel's OOM killer) is started again by the demo's
     supervisor, as compose's restart policy does, and the demo keeps serving."""
-    proc, port = _start_demo([sys.executable, "manage.py", "demo"], tmp_path)
+    proc, port = _start_demo([sys.executable, "manage.py", "demo"], built_demo_var)
     try:
         tag = f"teams{proc.pid}"
         deadline = time.time() + 60
