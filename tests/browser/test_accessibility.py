@@ -307,7 +307,10 @@ def test_a_keyboard_walk_plays_a_round(demo_site, browser, tmp_path):
         _choose_file(page, f"#ps-{target.pk} input[type=file]", etable)
         _tab_to(page, f"#ps-{target.pk} button[type=submit]")
         page.keyboard.press("Enter")
-        page.locator(f"#result-ps-{target.pk} .badge", has_text="scored").wait_for(timeout=60_000)
+        # the box under the form says it arrived; the target's row follows it until scored (newest first)
+        page.locator(f"#result-ps-{target.pk} .attack-received").wait_for(timeout=60_000)
+        page.locator(f"#target-{target.pk} .attack-item").first.locator(".badge", has_text="scored").wait_for(
+            timeout=60_000)
         assert target.attacks.count() == before + 1
         # the organizer closes the attack phase and publishes
         ctx.clear_cookies()

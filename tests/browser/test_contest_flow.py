@@ -264,9 +264,11 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     row.get_by_label("Attack", exact=True).select_option("etable")
     row.locator("input[type=file]").set_input_files(str(etable))
     row.get_by_role("button", name=re.compile("Upload")).click()
-    beta.locator(f"#result-ps-{target.pk} .badge", has_text=re.compile(r"^\s*scored\s*$")).wait_for(timeout=120_000)
+    # the attack's state is followed in its target's row; the box under the form only says it arrived
+    beta.locator(f"#target-{target.pk} .badge", has_text=re.compile(r"^\s*scored\s*$")).wait_for(timeout=120_000)
     attack = target.attacks.get()
-    assert f"s_I = {attack.score:.4f}" in beta.locator(f"#result-ps-{target.pk}").inner_text()
+    assert f"s_I = {attack.score:.4f}" in beta.locator(f"#target-{target.pk}").inner_text()
+    assert "etable #1 received" in beta.locator(f"#result-ps-{target.pk}").inner_text()
     # a rejected attack: its error box reads as a sentence, even on a phone (checked below)
     row.get_by_label("Attack", exact=True).select_option("etable")
     bad_etable = tmp_path / "etable_bad.csv"
@@ -274,6 +276,7 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     row.locator("input[type=file]").set_input_files(str(bad_etable))
     row.get_by_role("button", name=re.compile("Upload")).click()
     beta.locator(f"#target-{target.pk} .issues li").first.wait_for(timeout=120_000)
+    assert beta.locator(f"#ps-{target.pk} .issues").count() == 1  # the refusal once (was in the row and the box)
     assert "etables left" in beta.content() and beta.locator(f"#target-{target.pk} td.num").first.inner_text() == "1"
     shot(beta, "team-attack-scored")
     wait_for_jobs(contest, timeout=120)

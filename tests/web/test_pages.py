@@ -249,6 +249,10 @@ def test_an_attack_from_the_page_script_answers_json(closed, client_for, django_
     body = r.json()
     assert r.status_code == 201 and body["ok"] is True and body["message"].startswith("etable #1 ") and body["html"]
     assert list(body["replace"]) == body["poll"] == [f"target-{target.pk}"]
+    # the attack's state is shown once, in the target's row (under the form it was also shown in full, so a
+    # rejected attack's format errors were listed twice)
+    shown = body["html"] + "".join(body["replace"].values())
+    assert shown.count("etable #1 —") == 1 and 'data-poll-url' not in body["html"], body["html"]
     refused = beta.post(url, {"kind": "etable"}, HTTP_X_REQUESTED_WITH="XMLHttpRequest")
     assert refused.status_code == 400 and refused.json()["ok"] is False
 
