@@ -284,7 +284,7 @@ def request_close(round_: Round, *, user=None):
 def close_phase_now(phase: Phase, *, user=None):
     """The organizer closes ``phase`` early; returns the job doing the follow-up work.
 
-    The deadline moves to now, so no upload is accepted after the command. An
+    The deadline moves to now, so no upload begun after the command is accepted. An
     anonymization phase is then closed by the judge (freeze, pseudonymize,
     judge attacks: :func:`close_anonymization_job`); an attack phase is closed
     at once and the results are recomputed (still embargoed until published).
@@ -296,6 +296,7 @@ def close_phase_now(phase: Phase, *, user=None):
         if phase.kind == Phase.ANONYMIZATION:
             Phase.objects.filter(pk=phase.pk, closes_at__gt=now).update(closes_at=now)
             return request_close(phase.round, user=user)
+        lock_phase(phase.pk, shared=False)  # the attacks in flight are stored first, later ones refused
         Phase.objects.filter(pk=phase.pk).update(closes_at=min(phase.closes_at, now), closed_at=now)
         audit.record("close_phase", contest=contest, actor=user, obj=phase, round=phase.round.number,
                      kind=phase.kind)
