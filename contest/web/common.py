@@ -233,10 +233,21 @@ def contest_state(contest: Contest, now: datetime | None = None) -> ContestState
     elif not phases:
         label, deadline, deadline_label = _("Being set up"), None, ""
     elif published:
-        label, deadline, deadline_label = _("Finished: results published"), None, ""
+        label, deadline, deadline_label = _published_label(contest), None, ""
     else:
         label, deadline, deadline_label = _("All phases closed: results to be published"), None, ""
     return ContestState(label, open_phase, next_phase, deadline, deadline_label, published)
+
+
+def _published_label(contest: Contest) -> str:
+    """The state once every phase closed and some results are published: finished only when every round's are
+    (publishing through an earlier round leaves the later rounds' results to be published)."""
+    waiting = list(contest.rounds.filter(results_published_at__isnull=True).order_by("number")
+                   .values_list("name", flat=True))
+    # no round's own date: published before rounds recorded theirs, when a publish covered every round
+    if not waiting or not contest.rounds.filter(results_published_at__isnull=False).exists():
+        return _("Finished: results published")
+    return _("All phases closed: results of %(rounds)s to be published") % {"rounds": ", ".join(waiting)}
 
 
 def phase_rows(contest: Contest, now: datetime | None = None) -> list[dict]:

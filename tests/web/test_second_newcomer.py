@@ -1,0 +1,33 @@
+"""What a second new user still hit (issue 40's second walk): the console's state says finished only when every
+round's results are published."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from contest.models import Phase, ResultsSnapshot
+from tests.web.test_newcomer_small_things import organizer
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_state_is_finished_only_when_every_round_is_published(make_contest):
+    from contest.services.setup import add_round
+    from contest.web.common import contest_state
+    contest = make_contest()
+    now = timezone.now()
+    Phase.objects.filter(round__contest=contest).update(opens_at=now - timedelta(days=9),
+                                                        closes_at=now - timedelta(days=8))
+    final = add_round(contest, name="Second", weight=0.9, ref_days=2, org_days=2,
+                      phases={"anonymization": (now - timedelta(days=7), now - timedelta(days=6)),
+                              "attack": (now - timedelta(days=5), now - timedelta(days=4))})
+    # the first round published, the second not (a publish "through round 1")
+    ResultsSnapshot.objects.create(contest=contest, data={}, sha256="0" * 64, published=True, published_at=now)
+    contest.rounds.filter(number=1).update(results_published_at=now)
+    label = contest_state(contest).label
+    assert "Finished" not in label and "Second" in label and "to be published" in label, label
+    assert label in organizer().get(f"/console/{contest.slug}/").content.decode()
+    contest.rounds.filter(pk=final.pk).update(results_published_at=now)
+    assert contest_state(contest).label == "Finished: results published"
