@@ -129,4 +129,10 @@ def privacy_preview_job(job, anonymized_set_id: int, round_id: int | None = None
     p = compute_preview(AnonymizedSet(pk=anonymized_set_id), job=job)
     if p is None:
         return say("no preview: the set is not valid or the anonymization phase is closing")
-    return say("preview: s_I,min %(s_i)s, s_T,min %(s_t)s", s_i=p.summary["s_i_min"], s_t=p.summary["s_t_min"])
+    return say("preview: s_I,min %(s_i)s, s_T,min %(s_t)s", s_i=score_text(p.summary["s_i_min"]),
+               s_t=score_text(p.summary["s_t_min"]))
+
+
+def score_text(value: float | None) -> str:
+    """A preview minimum as the pages show it (``floatformat:4``): 4 decimals, "—" when no attack of its kind scored."""
+    return "—" if value is None else f"{value:.4f}"

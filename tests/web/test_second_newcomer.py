@@ -31,3 +31,15 @@ def test_the_state_is_finished_only_when_every_round_is_published(make_contest):
     assert label in organizer().get(f"/console/{contest.slug}/").content.decode()
     contest.rounds.filter(pk=final.pk).update(results_published_at=now)
     assert contest_state(contest).label == "Finished: results published"
+
+
+def test_a_preview_jobs_message_gives_its_minima_as_the_pages_do(monkeypatch):
+    from types import SimpleNamespace
+
+    from contest.services import previews
+    monkeypatch.setattr(previews, "compute_preview", lambda aset, job=None: SimpleNamespace(
+        summary={"s_i_min": 0.123456789, "s_t_min": 0.7000000000000001}))
+    assert previews.privacy_preview_job(None, 1) == "preview: s_I,min 0.1235, s_T,min 0.7000"
+    monkeypatch.setattr(previews, "compute_preview", lambda aset, job=None: SimpleNamespace(
+        summary={"s_i_min": 0.5, "s_t_min": None}))
+    assert previews.privacy_preview_job(None, 1) == "preview: s_I,min 0.5000, s_T,min —"
