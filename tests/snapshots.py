@@ -10,7 +10,7 @@ instead of the build's seconds.
 
 The tables that migrations fill (content types, permissions: non-empty in a fresh test database,
 :func:`migration_tables`) are never copied: every test database has them already, and a test that
-flushes the database (``transaction=True``) has them made again with other ids.
+flushes the database (``transaction=True``) keeps them (tests/conftest.py ``KEPT_BY_FLUSH``).
 
 Everything a build makes is in the database (stored files, built bundles included), so the rows
 are the whole state. What a snapshot does not hold: caches (cleared before every test anyway) and
