@@ -801,7 +801,9 @@
         Array.prototype.forEach.call(body.rows, function (tr) {
           var col = 0;
           Array.prototype.forEach.call(tr.cells, function (cell) {
-            if (cell.tagName === "TD" && heads[col] && !cell.hasAttribute("data-label")) {
+            /* a cell across the whole row ("No team yet.") is a note about the table, not a column's value */
+            var wholeRow = (cell.colSpan || 1) >= heads.length && heads.length > 1;
+            if (cell.tagName === "TD" && heads[col] && !wholeRow && !cell.hasAttribute("data-label")) {
               cell.setAttribute("data-label", heads[col]);
             }
             col += cell.colSpan || 1;

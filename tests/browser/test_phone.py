@@ -147,3 +147,31 @@ def test_the_team_page_on_a_phone_is_short(demo_site, browser, lang):
     # round 1 with its two previews: 7,070 px with the explanations and command lines open, 5,484 px folded
     assert shown >= 2 and max(heights.values()) < 6000 and not unfolded, (shown, heights, unfolded)
     ctx.close()
+
+
+def test_an_empty_table_and_the_api_docs_on_a_phone(live_server, browser):
+    """390 px: a table's row-wide note ("No team yet.") reads without a column's label before it (it read
+    "Number: No team yet."), and an API operation's Try it out buttons stay inside its box (Swagger UI's padding
+    pushed "Reset" past the right edge)."""
+    from contest.services.setup import create_contest
+    from tests.contest.conftest import contest_spec
+    base = live_server.url
+    create_contest({**contest_spec("empty"), "teams": []})
+    ctx = _context(browser, base, WIDTH, "en")
+    page = ctx.new_page()
+    _login(page, base, "judge", "judge-pass")
+    page.goto(f"{base}/console/empty/")
+    note = page.locator("#teams ~ .table-scroll td", has_text="No team yet.")
+    assert note.evaluate("td => getComputedStyle(td, '::before').content") in ("none", "normal")
+    assert note.inner_text().strip() == "No team yet."
+    page.goto(f"{base}/api/docs/")
+    page.locator("#swagger-ui .opblock").first.wait_for()
+    op = page.locator(".opblock-post", has=page.locator("[data-path='/api/datasets/{id}/anonymized-sets/']"))
+    op.locator(".opblock-summary").click()
+    op.locator("button.try-out__btn").click()
+    reset = op.locator(".try-out button", has_text="Reset")
+    reset.wait_for()
+    box, edge = reset.bounding_box(), op.evaluate("o => o.getBoundingClientRect().right")
+    assert box["x"] + box["width"] <= edge, f"Reset ends at {box['x'] + box['width']:.0f} px, its operation at {edge:.0f}"
+    assert not overflow_problems(page, strict=False), overflow_problems(page, strict=False)
+    ctx.close()
