@@ -7,7 +7,9 @@ made by the sample anonymizers (one of them below s_req), the anonymization
 phase closes (pseudonymize + judge attacks), the teams upload cross attacks
 made by the sample attacks, and the results are computed and published. Round
 2 stays in its anonymization phase, so a team member has something to upload
-to. Every public page then shows real data.
+to; the teams other than Alpha (the one a person tries the demo as) have
+uploaded their sets there, so that when it closes there are other teams' sets
+to attack, not only the benchmark. Every public page then shows real data.
 
 Each step is idempotent (it looks at what is already stored), so running the
 setup again, or after an interruption, completes what is missing and changes
@@ -21,6 +23,8 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from pathlib import Path
+
+from django.utils import timezone
 
 from contest.models import AnonymizedSet, Attack, Contest, Dataset, Membership, Phase, PublicSet, Round
 from contest.services import data, judge, results, uploads
@@ -40,6 +44,16 @@ DEMO_UPLOADS = {
     (2, 2): [("A6-kmeans", {"k": 10}), ("A2-MRLH", {"mu_x": 1, "mu_y": 1, "lambda": 0.1})],
     (3, 1): [("A3-kRR", {"eps": 8.0})],
     (3, 2): [("A3-kRR", {"eps": 2.0})],
+}
+
+#: Final-round uploads of the teams the person trying the demo plays against (team 1, Alpha, is theirs), made
+#: while its anonymization phase is open, so that when it closes Alpha has the other teams' sets to attack, as
+#: in a played contest, not only the benchmark. All valid (s_U >= s_req).
+DEMO_FINAL_UPLOADS = {
+    (2, 1): [("A3-kRR", {"eps": 10.0})],
+    (2, 2): [("A2-MRLH", {"mu_x": 1, "mu_y": 1, "lambda": 0.1})],
+    (3, 1): [("A6-kmeans", {"k": 10})],
+    (3, 2): [("A3-kRR", {"eps": 10.0})],
 }
 
 #: Round 1 cross attacks every team uploads against every other team's public sets.
@@ -69,6 +83,8 @@ def setup_demo(log=print) -> Contest:
         play_round(rounds[0], log=log)
         results.publish_results(contest, user=_organizer(contest))
         log(f"  {rounds[0].name} played through and results published in {time.time() - t0:.0f} s")
+    if len(rounds) > 1:
+        upload_other_teams(rounds[-1], log=log)
     return contest
 
 
@@ -85,6 +101,39 @@ def _during(phase: Phase):
     return phase.opens_at + min(timedelta(hours=1), (phase.closes_at - phase.opens_at) / 2)
 
 
+def upload_sets(rnd: Round, plan: dict, *, now, log=print) -> None:
+    """Upload and score the anonymized sets of ``plan`` ({(team number, challenge): [(sample anonymizer,
+    parameters), ...]}) in ``rnd`` at ``now`` (inside its anonymization phase), the last of each the team's final
+    choice; a data set that already has an upload is left as it is (a second run adds nothing)."""
+    contest = rnd.contest
+    grid, axis = contest.grid(), rnd.time_axis()
+    for (number, challenge), sets in plan.items():
+        ds = Dataset.objects.select_related("team", "original", "round__contest").get(
+            round=rnd, kind=Dataset.TEAM, number=number, challenge=challenge)
+        if AnonymizedSet.objects.filter(dataset=ds).exists():
+            continue
+        user = _member(ds.team)
+        truth = data.traces(ds.original, grid)
+        for i, (name, params) in enumerate(sets):
+            alg = get(name)
+            anon = alg.run(grid, truth, seed=contest.seed + 1000 * (rnd.number - 1) + 100 * number + 10 * challenge + i,
+                           **{**alg.axis_params(axis), **params})
+            aset = uploads.submit_anonymized_set(user=user, dataset=ds, content=data.anotraces_csv(anon),
+                                                 name=f"anotraces_{ds.label}_{name}.csv", now=now)
+            aset = uploads.score_anonymized_set(aset)
+        uploads.select_anonymized_set(user=user, aset=aset, now=now)
+        log(f"  {ds.label}: {len(sets)} anonymized set(s), final s_U = {aset.s_u:.3f} ({aset.status})")
+
+
+def upload_other_teams(rnd: Round, *, log=print) -> None:
+    """The other teams' uploads of the open final round (:data:`DEMO_FINAL_UPLOADS`), made now; nothing once
+    its anonymization phase is not open (a later run of the demo after the phase moved on)."""
+    anon_phase = Phase.objects.get(round=rnd, kind=Phase.ANONYMIZATION)
+    now = timezone.now()
+    if anon_phase.is_open(now) and rnd.generated_at is not None:
+        upload_sets(rnd, DEMO_FINAL_UPLOADS, now=now, log=log)
+
+
 def play_round(rnd: Round, *, log=print) -> None:
     """Upload the demo teams' anonymized sets and attacks for ``rnd`` and run the judge on them."""
 
@@ -95,23 +144,7 @@ def play_round(rnd: Round, *, log=print) -> None:
     attack_phase = Phase.objects.get(round=rnd, kind=Phase.ATTACK)
 
     if anon_phase.closed_at is None:
-        for (number, challenge), plan in DEMO_UPLOADS.items():
-            ds = Dataset.objects.select_related("team", "original", "round__contest").get(
-                round=rnd, kind=Dataset.TEAM, number=number, challenge=challenge)
-            if AnonymizedSet.objects.filter(dataset=ds).exists():
-                continue
-            user = _member(ds.team)
-            truth = data.traces(ds.original, grid)
-            for i, (name, params) in enumerate(plan):
-                alg = get(name)
-                anon = alg.run(grid, truth, seed=contest.seed + 100 * number + 10 * challenge + i,
-                               **{**alg.axis_params(axis), **params})
-                aset = uploads.submit_anonymized_set(user=user, dataset=ds, content=data.anotraces_csv(anon),
-                                                     name=f"anotraces_{ds.label}_{name}.csv",
-                                                     now=_during(anon_phase))
-                aset = uploads.score_anonymized_set(aset)
-            uploads.select_anonymized_set(user=user, aset=aset, now=_during(anon_phase))
-            log(f"  {ds.label}: {len(plan)} anonymized set(s), final s_U = {aset.s_u:.3f} ({aset.status})")
+        upload_sets(rnd, DEMO_UPLOADS, now=_during(anon_phase), log=log)
 
     public = judge.close_anonymization(rnd, user=_organizer(contest))
     for ps in public:

@@ -43,3 +43,22 @@ def test_a_preview_jobs_message_gives_its_minima_as_the_pages_do(monkeypatch):
     monkeypatch.setattr(previews, "compute_preview", lambda aset, job=None: SimpleNamespace(
         summary={"s_i_min": 0.5, "s_t_min": None}))
     assert previews.privacy_preview_job(None, 1) == "preview: s_I,min 0.5000, s_T,min —"
+
+
+def test_the_demos_final_round_has_the_other_teams_sets(db):
+    """When the demo's final round closes there are other teams' sets to attack, as in a played contest: Beta
+    and Gamma uploaded a valid set per challenge while its anonymization phase was open (only the benchmark's
+    were there); Alpha, the team a person tries the demo as, has uploaded nothing; a second run adds nothing."""
+    from contest.models import AnonymizedSet, Dataset, PublicSet
+    from contest.services import judge
+    from contest.services.demo import setup_demo
+    contest = setup_demo(log=lambda *a: None)
+    final = contest.rounds.get(number=2)
+    sets = AnonymizedSet.objects.filter(dataset__round=final)
+    assert sorted(sets.values_list("dataset__number", "dataset__challenge")) == [(2, 1), (2, 2), (3, 1), (3, 2)]
+    assert not sets.exclude(status=AnonymizedSet.VALID).exists()
+    setup_demo(log=lambda *a: None)
+    assert sets.count() == 4
+    judge.close_anonymization(final, user=contest.organizers.first())
+    targets = PublicSet.objects.filter(dataset__round=final)
+    assert {(p.dataset.kind, p.dataset.number) for p in targets} >= {(Dataset.TEAM, 2), (Dataset.TEAM, 3)}
