@@ -97,6 +97,17 @@ def snapshot_base(django_db_setup, django_db_blocker):
         return snapshots.migration_tables()
 
 
+def demo_state(base):
+    """The demo contest of ``make demo`` (round 1 played and published, the final round open with Beta's and
+    Gamma's sets) in the current test's database. Built for real (``setup_demo``: two rounds generated, one
+    played, about ten seconds) by the first test of the process that asks for it, then laid from its rows
+    (tests/snapshots.py) in a fraction of a second. ``base``: the ``snapshot_base`` fixture's value; call it
+    from a test or fixture on ``db`` or ``transactional_db``."""
+    from contest.services.demo import setup_demo
+    from tests import snapshots
+    return snapshots.built_once("demo", lambda: setup_demo(log=lambda *a: None), base)
+
+
 @pytest.fixture(autouse=True)
 def fast_passwords(settings):
     """PBKDF2 at production strength costs ~0.3 s a user on this machine; tests need no strength. Every

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import demo_state
 from tests.worker import celery_worker, reset_broker_pools, worker_env  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,13 +126,8 @@ def readme_shot():
 
 @pytest.fixture
 def demo_contest(transactional_db, snapshot_base):
-    """The demo contest of ``make demo`` (round 1 played and published, round 2 open), committed for the
-    live server. Built for real by the first test of the session that asks for it (``setup_demo``: two rounds
-    generated, one played: about ten seconds), then laid from its rows (tests/snapshots.py) in a fraction
-    of a second, every time moved so that its phases are as open as when it was built."""
-    from contest.services.demo import setup_demo
-    from tests import snapshots
-    return snapshots.built_once("demo", lambda: setup_demo(log=lambda *a: None), snapshot_base)
+    """The demo contest (tests/conftest.py ``demo_state``), committed for the live server."""
+    return demo_state(snapshot_base)
 
 
 @pytest.fixture

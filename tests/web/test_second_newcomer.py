@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from contest.models import Phase, ResultsSnapshot
+from tests.conftest import demo_state
 from tests.web.test_newcomer_small_things import organizer
 
 pytestmark = pytest.mark.django_db
@@ -45,14 +46,14 @@ def test_a_preview_jobs_message_gives_its_minima_as_the_pages_do(monkeypatch):
     assert previews.privacy_preview_job(None, 1) == "preview: s_I,min 0.5000, s_T,min —"
 
 
-def test_the_demos_final_round_has_the_other_teams_sets(db):
+def test_the_demos_final_round_has_the_other_teams_sets(db, snapshot_base):
     """When the demo's final round closes there are other teams' sets to attack, as in a played contest: Beta
     and Gamma uploaded a valid set per challenge while its anonymization phase was open (only the benchmark's
     were there); Alpha, the team a person tries the demo as, has uploaded nothing; a second run adds nothing."""
     from contest.models import AnonymizedSet, Dataset, PublicSet
     from contest.services import judge
     from contest.services.demo import setup_demo
-    contest = setup_demo(log=lambda *a: None)
+    contest = demo_state(snapshot_base)  # setup_demo's contest, built once per test process
     final = contest.rounds.get(number=2)
     sets = AnonymizedSet.objects.filter(dataset__round=final)
     assert sorted(sets.values_list("dataset__number", "dataset__challenge")) == [(2, 1), (2, 2), (3, 1), (3, 2)]
