@@ -39,6 +39,8 @@ TEMPLATES: tuple[str, ...] = (
     gettext_noop("score = %(score)s"),
     gettext_noop("s_U = %(s_u)s (valid)"),
     gettext_noop("s_U = %(s_u)s (invalid)"),
+    # starts with Job.SUPERSEDED (Job.superseded tells such a row by it)
+    gettext_noop("superseded by upload #%(seq)s: the preview of the newer upload replaces it"),
     # contest.services.judge
     gettext_noop("%(sets)s sets to publish: %(queued)s set jobs queued; analyses queued on %(analysed)s"),
     gettext_noop("%(set)s: no public set (no valid final upload)"),

@@ -365,7 +365,7 @@ def queue_preview(aset: AnonymizedSet, *, user=None):
         Job.objects.filter(kind=job_kinds.PRIVACY_PREVIEW, status=Job.QUEUED,
                            args__anonymized_set_id__in=list(older.values_list("pk", flat=True))).update(
             status=Job.SUCCEEDED, finished_at=timezone.now(),
-            message=f"{Job.SUPERSEDED} by upload #{aset.seq}: the preview of the newer upload replaces it")
+            message=say("superseded by upload #%(seq)s: the preview of the newer upload replaces it", seq=aset.seq))
         return jobs.create_job(job_kinds.PRIVACY_PREVIEW, contest=aset.dataset.round.contest, user=user, for_team=aset.team,
                                anonymized_set_id=aset.pk, round_id=aset.dataset.round_id)
 
