@@ -22,6 +22,7 @@ from contest.models import (
     StoredFile,
     Team,
 )
+from contest.services import job_messages
 from contest.services.accounts import is_deleted
 from contest.services.generation import synthesizer_summary
 from contest.services.setup import MAX_ROUND_DAYS
@@ -178,10 +179,17 @@ class AttackSerializer(_TeamUploadSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
+    message = serializers.SerializerMethodField(
+        help_text="What the job says, in the request's language (Accept-Language), as the console shows it.")
+
     class Meta:
         model = Job
         fields = ["id", "kind", "status", "progress", "message", "error", "attempts", "created_at", "started_at",
                   "finished_at"]
+
+    def get_message(self, job: Job) -> str:
+        # stored in English by a worker (contest.services.job_messages); read in the request's language
+        return job_messages.shown(job.message)
 
 
 class ScoreSerializer(serializers.ModelSerializer):

@@ -7,9 +7,13 @@ import re
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 
+from contest.models import Job
+from contest.services.job_messages import say
 from tests.contest.conftest import user
 from tests.contest.test_fair_queue import _preview_job, _upload_scored
+from tests.web.test_japanese_last_line import english
 
 pytestmark = pytest.mark.django_db
 
@@ -38,3 +42,24 @@ def test_a_superseded_preview_says_so_in_japanese(generated, django_capture_on_c
     en.force_login(user("judge"))
     page = _main_text(en.get(f"/console/{generated.slug}/jobs/{old.pk}/").content.decode())
     assert "superseded" in page and "succeeded" not in page and "0%" not in page, page
+
+
+def test_the_apis_job_messages_read_in_the_requests_language(generated):
+    said = {
+        say("%(sets)s sets to publish: %(queued)s set jobs queued; analyses queued on %(analysed)s",
+            sets=7, queued=0, analysed=0): "7",
+        say("%(round)s: model ready, %(queued)s of %(expected)s data sets queued",
+            round="Preliminary", queued=0, expected=12): "12",
+    }
+    for message, value in said.items():
+        job = Job.objects.create(kind="close_set", contest=generated, status=Job.SUCCEEDED, progress=1.0,
+                                 message=message)
+        api = APIClient(HTTP_ACCEPT_LANGUAGE="ja")
+        api.force_authenticate(user("judge"))
+        r = api.get(f"/api/jobs/{job.pk}/")
+        assert r.status_code == 200, r.content
+        text = r.json()["message"]
+        assert text != message and value in text and not english(text.replace("Preliminary", "")), text
+        en = APIClient(HTTP_ACCEPT_LANGUAGE="en")
+        en.force_authenticate(user("judge"))
+        assert en.get(f"/api/jobs/{job.pk}/").json()["message"] == message
