@@ -16,6 +16,7 @@ from contest.models import (
     Announcement,
     AnonymizedSet,
     Attack,
+    Contest,
     Dataset,
     Job,
     Phase,
@@ -52,6 +53,7 @@ def _phase(contest, phase: Phase) -> Named:
 
 #: model -> (how to fetch it, how to name it)
 _NAMERS = {
+    Contest: (Contest.objects.all(), lambda c, x: Named(_("Contest"), x.name, reverse("web:contest", args=[x.slug]))),
     Round: (Round.objects.all(), lambda c, r: Named(_("Round"), r.name)),
     Phase: (Phase.objects.select_related("round"), _phase),
     Dataset: (Dataset.objects.all(), lambda c, d: Named(_("Data set"), d.label)),
@@ -87,6 +89,8 @@ def named(contest, model, pk) -> Named | None:
 
 def _in_contest(obj, contest) -> bool:
     """Whether ``obj`` belongs to ``contest`` (a page never names another contest's object)."""
+    if isinstance(obj, Contest):
+        return obj.pk == contest.pk
     for path in ("contest_id", "round.contest_id", "dataset.round.contest_id", "target.dataset.round.contest_id"):
         value = obj
         for part in path.split("."):

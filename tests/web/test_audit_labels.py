@@ -56,3 +56,15 @@ def test_the_console_lists_actions_by_label_in_the_page_language(generated):
         assert label in log and "select_anonymized" not in log, log[:400]
         if language == "ja":  # the phase buttons' words for a screen reader, in the page language too
             assert 'visually-hidden"> 匿名化フェーズ' in page and 'visually-hidden"> anonymization' not in page
+
+
+@pytest.mark.django_db
+def test_the_console_names_the_contest_an_entry_is_about(generated):
+    """"contest created · organizer · Contest 2" named the contest by its id: it reads its name."""
+    audit.record("create_contest", contest=generated, actor=user("judge"), obj=generated, slug=generated.slug)
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(user("judge"))
+    page = client.get(f"/console/{generated.slug}/").content.decode()
+    log = page[page.index('id="audit"'):page.index("</section>", page.index('id="audit"'))]
+    assert f"Contest {generated.pk}<" not in log and f"Contest {generated.pk} " not in log, log
+    assert generated.name in log, log
