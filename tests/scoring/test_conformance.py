@@ -71,6 +71,7 @@ def test_library_matches_the_official_values(pwscup2019, row):
     assert abs(library_value(pwscup2019, row) - float(row["expected"])) <= TOLERANCE
 
 
+@pytest.mark.slow  # a Python process a row (about a second each): make test runs it, make check the library's
 @pytest.mark.parametrize("row", _rows())
 def test_command_line_matches_the_official_values(pwscup2019, row):
     proc = subprocess.run([sys.executable, "-m", "scoring", *cli_args(pwscup2019, row)], cwd=ROOT,

@@ -46,6 +46,7 @@ def test_a_preview_jobs_message_gives_its_minima_as_the_pages_do(monkeypatch):
     assert previews.privacy_preview_job(None, 1) == "preview: s_I,min 0.5000, s_T,min —"
 
 
+@pytest.mark.slow  # builds the demo contest (about ten seconds) where no other test of the process has
 def test_the_demos_final_round_has_the_other_teams_sets(db, snapshot_base):
     """When the demo's final round closes there are other teams' sets to attack, as in a played contest: Beta
     and Gamma uploaded a valid set per challenge while its anonymization phase was open (only the benchmark's
