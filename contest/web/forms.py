@@ -53,7 +53,7 @@ class UploadForm(forms.Form):
 
 
 class AttackUploadForm(UploadForm):
-    kind = forms.ChoiceField(label=_("Attack"), error_messages={"required": _("Choose the attack kind.")}, choices=(
+    kind = forms.ChoiceField(label=_("Kind"), error_messages={"required": _("Choose the attack kind.")}, choices=(
         ("etable", _("etable (re-identification)")), ("etraces", _("etraces (trace inference)"))))
 
 

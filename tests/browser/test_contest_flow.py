@@ -261,7 +261,7 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     etable.write_text("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set + 1)))
     beta.goto(f"{base}/c/web/team/")
     row = beta.locator(f"#ps-{target.pk}")
-    row.get_by_label("Attack", exact=True).select_option("etable")
+    row.get_by_label("Kind", exact=True).select_option("etable")
     row.locator("input[type=file]").set_input_files(str(etable))
     row.get_by_role("button", name=re.compile("Upload")).click()
     # the attack's state is followed in its target's row; the box under the form only says it arrived
@@ -270,7 +270,7 @@ def test_whole_round_in_the_browser(live_server, celery_worker_process, browser,
     assert f"s_I = {attack.score:.4f}" in beta.locator(f"#target-{target.pk}").inner_text()
     assert "etable #1 received" in beta.locator(f"#result-ps-{target.pk}").inner_text()
     # a rejected attack: its error box reads as a sentence, even on a phone (checked below)
-    row.get_by_label("Attack", exact=True).select_option("etable")
+    row.get_by_label("Kind", exact=True).select_option("etable")
     bad_etable = tmp_path / "etable_bad.csv"
     bad_etable.write_text("user_id\n" + "".join(f"{u}\n" for u in range(1, contest.users_per_set)) + "0\n")
     row.locator("input[type=file]").set_input_files(str(bad_etable))
