@@ -115,8 +115,18 @@ def test_the_card_shows_the_final_sets_preview_and_each_upload_page_its_own(two_
     assert f"Privacy preview of upload #{second.seq}" not in html
     # the judge's figure as one more draw: the draws and a 95% prediction interval, said not to be a bound
     interval = prediction_interval([d["s_t_min"] for d in p1.summary["draws"]])
-    assert "judge's figure, 95% prediction interval" in html and "range over" not in html
-    assert (f"{interval['low']:.4f}–{interval['high']:.4f}" if interval["sd"] else f"{interval['mean']:.4f}*") in html
+    # each minimum's interval on a row of its own, named, so two ranges side by side cannot read as one; a
+    # minimum the same in every draw gives its value and says so (the asterisk's note is folded on the card)
+    t_row = re.search(r"judge's s_T,min, 95% prediction interval</th><td class=\"num\">([^<]*)</td>", html)
+    assert t_row and "range over" not in html, html
+    n = len(p1.summary["draws"])
+    assert t_row.group(1) == (f"{interval['low']:.4f}–{interval['high']:.4f}" if interval["sd"]
+                              else f"{interval['mean']:.4f} (the same in all {n} draws)")
+    s_i = prediction_interval([d["s_i_min"] for d in p1.summary["draws"]])
+    i_row = re.search(r"judge's s_I,min, 95% prediction interval</th><td class=\"num\">([^<]*)</td>", html)
+    assert i_row and i_row.group(1) == (f"{s_i['low']:.4f}–{s_i['high']:.4f}" if s_i["sd"]
+                                         else f"{s_i['mean']:.4f} (the same in all {n} draws)")
+    assert "*" not in re.search(r"<tfoot>.*?</tfoot>", html, re.S).group(0)
     assert "s_T,min " + ", ".join(f"{d['s_t_min']:.4f}" for d in p1.summary["draws"]) in html
     assert "holds it about 95 times in 100, not always: it is not a bound" in html
     assert "the seed the judge's attack will use on this set" in html
