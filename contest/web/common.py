@@ -25,7 +25,7 @@ from django.utils.translation import gettext as _
 
 from contest import permissions
 from contest.models import IDP, Contest, Job, Phase, Team
-from contest.services import bundles, storage
+from contest.services import bundles, schedule, storage
 from contest.services.errors import ServiceError
 from contest.services.results_snapshot import Place, RoundState, SetEntry, SnapshotData
 from contest.upload_rule import contest_upload_limit, limit_text
@@ -209,8 +209,7 @@ class ContestState:
 
 
 def phase_label(phase: Phase) -> str:
-    kind = _("anonymization phase") if phase.kind == Phase.ANONYMIZATION else _("attack phase")
-    return f"{phase.round.name}: {kind}"
+    return f"{phase.round.name}: {schedule.phase_kind(phase)}"
 
 
 def contest_state(contest: Contest, now: datetime | None = None) -> ContestState:

@@ -347,8 +347,8 @@ def reschedule_phase(request, slug, phase_id):
         phase = schedule.reschedule_phase(phase, user=request.user, **times)
     if refused.error:
         return _back(slug, "#rounds")
-    messages.success(request, _("The %(kind)s phase of %(round)s now runs from %(opens)s to %(closes)s.") % {
-        "kind": phase.get_kind_display(), "round": phase.round.name,
+    messages.success(request, _("The %(phase)s of %(round)s now runs from %(opens)s to %(closes)s.") % {
+        "phase": schedule.phase_kind(phase), "round": phase.round.name,
         "opens": schedule.local_time(phase, phase.opens_at), "closes": schedule.local_time(phase, phase.closes_at)})
     return _back(slug, "#rounds")
 

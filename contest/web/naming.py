@@ -25,6 +25,7 @@ from contest.models import (
     Round,
     Team,
 )
+from contest.services import schedule
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,7 @@ def _attack(contest, attack: Attack) -> Named:
 
 
 def _phase(contest, phase: Phase) -> Named:
-    kind = _("anonymization phase") if phase.kind == Phase.ANONYMIZATION else _("attack phase")
-    return Named(_("Phase"), f"{phase.round.name}: {kind}")
+    return Named(_("Phase"), f"{phase.round.name}: {schedule.phase_kind(phase)}")
 
 
 #: model -> (how to fetch it, how to name it)

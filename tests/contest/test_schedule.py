@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -127,7 +128,14 @@ def test_the_console_moves_a_phase_in_the_contest_time_zone_and_reports_refusals
         f"p{attack.pk}-closes_at": new_close.strftime("%Y-%m-%dT%H:%M")}, follow=True)
     attack.refresh_from_db()
     assert attack.closes_at == new_close
-    assert "now runs from" in r.content.decode()
+    assert "The attack phase of Final now runs from" in r.content.decode()
+    # in Japanese the phase is named as everywhere else on the page (it read "attackフェーズ")
+    console.cookies.load({settings.LANGUAGE_COOKIE_NAME: "ja"})
+    r = console.post(f"/console/{generated.slug}/phases/{attack.pk}/schedule/", {
+        f"p{attack.pk}-opens_at": attack.opens_at.astimezone(tz).strftime("%Y-%m-%dT%H:%M"),
+        f"p{attack.pk}-closes_at": (new_close + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")}, follow=True)
+    assert "Final の攻撃フェーズは" in r.content.decode() and "attackフェーズ" not in r.content.decode()
+    console.cookies.load({settings.LANGUAGE_COOKIE_NAME: "en"})
     r = console.post(f"/console/{generated.slug}/phases/{anon.pk}/schedule/", {
         f"p{anon.pk}-opens_at": anon.opens_at.astimezone(tz).strftime("%Y-%m-%dT%H:%M"),
         f"p{anon.pk}-closes_at": (attack.opens_at + timedelta(days=1)).astimezone(tz).strftime("%Y-%m-%dT%H:%M")},
