@@ -14,6 +14,7 @@ import zoneinfo
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from contest import job_kinds
 from scoring.algorithms.registry import judge_defaults
@@ -288,8 +289,15 @@ class Phase(models.Model):
         ordering = ["round", "opens_at"]
         constraints = [models.UniqueConstraint(fields=["round", "kind"], name="phase_kind_unique")]
 
+
     def __str__(self):
         return f"{self.round} / {self.kind}"
+
+    @classmethod
+    def kind_name(cls, kind: str) -> str:
+        """A phase kind's name as pages and refusals read it ("anonymization phase", "attack phase"), in the
+        active language (the choices' labels are the stored words, untranslated)."""
+        return gettext("anonymization phase") if kind == cls.ANONYMIZATION else gettext("attack phase")
 
     def is_open(self, now=None) -> bool:
         now = now or timezone.now()

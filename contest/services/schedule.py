@@ -38,7 +38,7 @@ def local_time(phase: Phase, dt: datetime) -> str:
 
 def phase_kind(phase: Phase) -> str:
     """The phase's name as a refusal reads it ("anonymization phase", "attack phase"), in the active language."""
-    return _("anonymization phase") if phase.kind == Phase.ANONYMIZATION else _("attack phase")
+    return Phase.kind_name(phase.kind)
 
 
 def _locked_phases(round_: Round) -> dict[str, Phase]:

@@ -97,7 +97,7 @@ def _require_open(round_, kind, now=None, *, lock: bool = False) -> Phase:
     if phase is not None and lock:
         phase = lock_phase(phase.pk, shared=True)
     now = now or timezone.now()
-    what = gettext("anonymization phase") if kind == Phase.ANONYMIZATION else gettext("attack phase")
+    what = Phase.kind_name(kind)
     if phase is None:
         raise RuleViolation(gettext("%(round)s has no %(phase)s") % {"round": round_.name, "phase": what})
     contest = round_.contest
