@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from contest.models import (
     Announcement,
@@ -23,7 +25,7 @@ from contest.models import (
     Team,
 )
 from contest.services import job_messages
-from contest.services.accounts import is_deleted
+from contest.services.accounts import LOGIN_PASSWORD_MAX_LENGTH, is_deleted, username_max_length
 from contest.services.generation import synthesizer_summary
 from contest.services.setup import MAX_ROUND_DAYS
 
@@ -297,3 +299,13 @@ class TeamApproveSerializer(serializers.Serializer):
 
 class TeamJoinSerializer(serializers.Serializer):
     invitation_code = serializers.CharField(max_length=64)
+
+
+class TokenLoginSerializer(AuthTokenSerializer):
+    """DRF's user name and password, each no longer than a login takes (``accounts.username_max_length``,
+    ``accounts.LOGIN_PASSWORD_MAX_LENGTH``): refused by name before they reach the login lockout's record."""
+
+    username = serializers.CharField(label=gettext_lazy("Username"), write_only=True,
+                                     max_length=username_max_length())
+    password = serializers.CharField(label=gettext_lazy("Password"), style={"input_type": "password"},
+                                     trim_whitespace=False, write_only=True, max_length=LOGIN_PASSWORD_MAX_LENGTH)

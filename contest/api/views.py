@@ -686,6 +686,7 @@ class ObtainToken(ObtainAuthToken):
 
     permission_classes = [AllowAny]  # anyone may try to log in (django-axes throttles the failures)
     throttle_classes = throttles.DEFAULT  # DRF's view has none; wrong passwords are django-axes's
+    serializer_class = S.TokenLoginSerializer
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "request": self.request._request}

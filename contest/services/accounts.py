@@ -28,6 +28,18 @@ from contest.services.errors import ServiceError
 
 #: The start of a deleted account's username; ``~`` is not among the characters a username may have
 #: (Django's validator: letters, digits and @.+-_), so no one can sign up as a deleted account.
+#: The longest password a login form takes (characters): a longer one is refused before it is hashed, and
+#: the longest user name it takes is the accounts' own (:func:`username_max_length`). Both logins check
+#: them as field errors, since the login lockout records a failed user name in a 255-character column:
+#: a longer one failed that insert, and the login answered 500.
+LOGIN_PASSWORD_MAX_LENGTH = 4096
+
+
+def username_max_length() -> int:
+    """The longest user name an account can have (characters): the user model's own column."""
+    return get_user_model()._meta.get_field("username").max_length
+
+
 DELETED_PREFIX = "deleted~"
 
 #: How pages name a deleted account (translated by them: ``contest/templatetags/accounts.py``).

@@ -5,11 +5,13 @@ import zoneinfo
 
 from django import forms
 from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
+from django.core.validators import MaxLengthValidator
 from django.utils.translation import gettext_lazy as _
 
 from contest.models import Contest, Team
 from contest.services import parameters
+from contest.services.accounts import LOGIN_PASSWORD_MAX_LENGTH, username_max_length
 from contest.services.setup import MAX_ROUND_DAYS
 from synth.methods import METHODS
 
@@ -22,6 +24,20 @@ class SignUpForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = get_user_model()
         fields = ("username", "email")
+
+
+class LoginForm(AuthenticationForm):
+    """Django's login form, its lengths checked: Django sets the user name's ``max_length`` after the field
+    is built, so it shows in the page but is never validated, and an over-long name reached the login
+    lockout's record (a 255-character column) and the page answered 500."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name, limit in (("username", username_max_length()), ("password", LOGIN_PASSWORD_MAX_LENGTH)):
+            field = self.fields[name]
+            field.max_length = limit
+            field.widget.attrs["maxlength"] = str(limit)
+            field.validators.append(MaxLengthValidator(limit))
 
 
 class JoinTeamForm(forms.Form):

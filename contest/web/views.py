@@ -55,7 +55,7 @@ from .common import (
     phase_rows,
     set_language_cookie,
 )
-from .forms import JoinTeamForm, SignUpForm
+from .forms import JoinTeamForm, LoginForm, SignUpForm
 
 
 # ---------------------------------------------------------------- page language
@@ -598,6 +598,7 @@ def plots(request, contest, rv, preview):
 # ---------------------------------------------------------------- accounts
 class LoginView(auth_views.LoginView):
     template_name = "web/login.html"
+    authentication_form = LoginForm
     redirect_authenticated_user = True
 
     def get_default_redirect_url(self):

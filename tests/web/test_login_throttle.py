@@ -81,3 +81,20 @@ def test_behind_the_trusted_proxy_a_strangers_reset_requests_do_not_block_the_ow
     assert len(mail.outbox) == sent + 1 and mail.outbox[-1].to == ["eps1@example.org"]
     # and the stranger's count for this account does not throttle its own requests for another account
     assert stranger.post("/password-reset/", {"email": "someone@example.org"}).status_code == 302
+
+
+@pytest.mark.django_db
+def test_a_user_name_or_password_longer_than_any_account_is_refused_by_name_not_answered_500():
+    """A hostile login: the lockout records a failed user name in a 255-character column, so a longer one
+    failed its insert and the token endpoint answered 500. Both logins refuse it as a field error, and the
+    right password still works after it."""
+    user("gamma1")
+    c = Client()
+    for username, password in (("g" * 300, "pw"), ("g" * 1_100_000, "pw"), ("gamma1", "p" * 5000)):
+        api = c.post("/api/auth/token/", {"username": username, "password": password})
+        assert api.status_code == 400, api.content[:300]
+        field = "username" if len(username) > 150 else "password"
+        assert [i["field"] for i in api.json()["error"]["issues"]] == [field], api.json()
+        web = c.post("/login/", {"username": username, "password": password})
+        assert web.status_code == 200 and "_auth_user_id" not in c.session
+    assert c.post("/api/auth/token/", {"username": "gamma1", "password": "pw"}).status_code == 200
