@@ -130,40 +130,63 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def _gunicorn(args, port: int, workers: int, env, log_path: Path) -> subprocess.Popen:
+    """A gunicorn of the application on 127.0.0.1:``port`` with ``workers`` processes (``--web-threads`` > 1:
+    threads each), in a process group of its own."""
+    threads = ["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else []
+    with open(log_path, "w") as log:
+        return subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
+                                 "-w", str(workers), *threads, "--timeout", "300"], cwd=ROOT, env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def start_web(args, logs: Path, procs: list, slug: str) -> tuple[str, str, subprocess.Popen]:
     """Start the web server as docker-compose runs it and wait until it serves ``slug``'s overview: gunicorn
     with ``--web-workers`` sync workers (``--web-threads`` > 1: threads) on loopback, behind nginx from
     ``deploy/nginx.conf.template`` (``contest.edge``) where nginx is installed and ``--no-front`` is not
-    given; on ``--port`` (gunicorn) and the next port (nginx), free ports when 0. Both are appended to
+    given, and then, with ``--bulk-workers`` > 0, a second gunicorn of that many workers as the template's
+    bulk pool (docker-compose's web-bulk: the requests with a body of 1 MB or more). Ports: ``--port``
+    (gunicorn), the next (nginx) and the one after (the bulk pool), free ports when 0. All are appended to
     ``procs`` (stopped with the workers); returns (the address the load goes to, a description, the
-    gunicorn master)."""
+    pages' gunicorn master)."""
     from django.conf import settings  # local: the bench's modules load once main() has set Django up
     port = getattr(args, "port", 0) or edge.free_port()
-    threads = ["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else []
     env = dict(os.environ, TRACECUP_TRUSTED_PROXY="1") if args.front else None
-    with open(logs / "bench-web.log", "w") as log:
-        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",  # noqa: S603 - the benchmark's own command, a fixed argument list
-                                "-w", str(args.web_workers), *threads, "--timeout", "300"], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    description = (f"gunicorn {args.web_workers} x {args.web_threads} threads" if threads else
-                   f"gunicorn {args.web_workers} sync workers")
+    web = _gunicorn(args, port, args.web_workers, env, logs / "bench-web.log")
+    procs.append(web)
+    kind = f"{args.web_threads} threads" if args.web_threads > 1 else "sync workers"
+    description = f"gunicorn {args.web_workers} {kind}"
     base = f"http://127.0.0.1:{port}"
     if args.front:
+        bulk_workers = getattr(args, "bulk_workers", 0)
+        bulk_port = None
+        if bulk_workers > 0:
+            bulk_port = port + 2 if getattr(args, "port", 0) else edge.free_port()
+            procs.append(_gunicorn(args, bulk_port, bulk_workers, env, logs / "bench-web-bulk.log"))
+            description += f" for the pages, {bulk_workers} for bodies of 1 MB or more (web-bulk)"
         proxy = edge.Nginx(logs / "nginx", f"127.0.0.1:{port}", max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES,
-                           static_root=ROOT / "static", port=port + 1 if getattr(args, "port", 0) else None)
+                           static_root=ROOT / "static", port=port + 1 if getattr(args, "port", 0) else None,
+                           bulk_upstream=bulk_port and f"127.0.0.1:{bulk_port}")
         proxy.start()
         procs.append(proxy.proc)
         base, description = f"http://127.0.0.1:{proxy.port}", f"nginx before {description}"
-    procs.append(web)
-    deadline = time.time() + 60
+        if bulk_port:
+            _wait_for(f"http://127.0.0.1:{bulk_port}/c/{slug}/", logs / "bench-web-bulk.log")
+    _wait_for(f"{base}/c/{slug}/", logs / "bench-web.log")
+    return base, description, web
+
+
+def _wait_for(url: str, log: Path, seconds: float = 60) -> None:
+    """Return once ``url`` answers 200; RuntimeError with the end of ``log`` after ``seconds``."""
+    deadline = time.time() + seconds
     while True:
         try:
-            if httpx.get(f"{base}/c/{slug}/", timeout=5).status_code == 200:
-                return base, description, web
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
         except httpx.HTTPError:
             pass
         if time.time() > deadline:
-            raise RuntimeError("gunicorn did not start:\n" + (logs / "bench-web.log").read_text()[-2000:])
+            raise RuntimeError("gunicorn did not start:\n" + log.read_text()[-2000:])
         time.sleep(0.3)
 
 

@@ -387,6 +387,9 @@ def main(argv=None) -> int:  # noqa: C901 - one linear script of measured steps,
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose: 3)")
+    parser.add_argument("--bulk-workers", type=int, default=2,
+                        help="worker processes of the gunicorn for bodies of 1 MB or more (docker-compose's "
+                             "web-bulk: 2; 0: one gunicorn for everything)")
     parser.add_argument("--web-threads", type=int, default=1,
                         help="threads per gunicorn worker (1: sync workers, as docker-compose runs them)")
     parser.add_argument("--no-front", dest="front", action="store_false",

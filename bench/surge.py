@@ -507,6 +507,9 @@ def main(argv=None) -> int:
     parser.add_argument("--clients", type=int, default=24, help="connections loading the pages")
     parser.add_argument("--think-ms", type=int, default=500, help="each connection's pause between requests (ms)")
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn worker processes (docker-compose: 3)")
+    parser.add_argument("--bulk-workers", type=int, default=2,
+                        help="worker processes of the gunicorn for bodies of 1 MB or more (docker-compose's "
+                             "web-bulk: 2; 0: one gunicorn for everything)")
     parser.add_argument("--web-threads", type=int, default=1, help="threads per gunicorn worker (1: sync workers)")
     parser.add_argument("--no-front", dest="front", action="store_false", help="no nginx before gunicorn")
     parser.add_argument("--port", type=int, default=0, help="gunicorn's port, nginx on the next (0: free ports)")

@@ -47,21 +47,25 @@ def free_port() -> int:
 class Nginx:
     """nginx from ``deploy/nginx.conf.template`` on 127.0.0.1:``port``, before ``upstream`` (host:port).
 
+    ``bulk_upstream``: the gunicorn that takes requests with a body of 1 MB or more (the template's bulk
+    pool); default ``upstream`` itself, one gunicorn for everything.
     Everything it writes (pid, logs, spooled bodies) lies in ``folder``; it runs in
     the foreground in its own process group until :meth:`stop`.
     """
 
     def __init__(self, folder: Path, upstream: str, *, max_body_bytes: int, static_root: Path,
-                 port: int | None = None):
+                 port: int | None = None, bulk_upstream: str | None = None):
         self.folder = Path(folder)
         self.port = port or free_port()
         self.upstream = upstream
+        self.bulk_upstream = bulk_upstream or upstream
         self.max_body_bytes = max_body_bytes
         self.static_root = Path(static_root)
         self.proc: subprocess.Popen | None = None
 
     def config(self) -> str:
-        server = render({"TRACECUP_UPSTREAM": self.upstream, "TRACECUP_LISTEN": f"127.0.0.1:{self.port}",
+        server = render({"TRACECUP_UPSTREAM": self.upstream, "TRACECUP_BULK_UPSTREAM": self.bulk_upstream,
+                         "TRACECUP_LISTEN": f"127.0.0.1:{self.port}",
                          "TRACECUP_MAX_BODY": str(self.max_body_bytes), "TRACECUP_STATIC_ROOT": str(self.static_root),
                          "TRACECUP_FORWARDED_PROTO": "$scheme"})
         f = self.folder

@@ -8,6 +8,7 @@ and the site answers nothing (checked first: the attack is real); through nginx 
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import http.client
 import json
@@ -29,34 +30,47 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
+def _gunicorn(tmp_path, name: str, env: dict) -> tuple[int, subprocess.Popen]:
+    """(port, process) of a gunicorn with one sync worker on the test database, logging to ``name``.log."""
+    port = edge.free_port()
+    with open(tmp_path / f"{name}.log", "w") as log:
+        return port, subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
+                                       "--workers", "1", "--timeout", "300"], cwd=ROOT, env=env, stdout=log,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+
 @contextlib.contextmanager
-def _stack(tmp_path, **extra_env):
-    """(gunicorn port, nginx port) of a production-like stack on the test database; ``extra_env``: gunicorn's."""
+def _stack(tmp_path, *, bulk: bool = False, **extra_env):
+    """(gunicorn port, nginx port) of a production-like stack on the test database; ``extra_env``: gunicorn's.
+
+    ``bulk``: a second gunicorn is the bulk pool, as docker-compose's web-bulk; the stack then yields
+    (the pages' gunicorn port, nginx port, the bulk gunicorn's port)."""
     if edge.nginx_binary() is None:
         if os.environ.get("CI"):
             pytest.fail("nginx is missing: .ci/run installs it")
         pytest.skip("nginx is not installed (apt-get install nginx); .ci/run installs it")
-    port = edge.free_port()
     env = dict(os.environ, DATABASE_URL=database_url(), TRACECUP_PRODUCTION="1", DEBUG="0",
                SECRET_KEY="edge-test-" + "k" * 50, ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="0",
                PYTHONUNBUFFERED="1", **extra_env)
-    log = open(tmp_path / "gunicorn.log", "w")
-    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi", "-b", f"127.0.0.1:{port}",
-                            "--workers", "1", "--timeout", "300"], cwd=ROOT, env=env, stdout=log,
-                           stderr=subprocess.STDOUT, start_new_session=True)
+    port, web = _gunicorn(tmp_path, "gunicorn", env)
+    servers = [web]
+    bulk_port = None
+    if bulk:
+        bulk_port, bulk_web = _gunicorn(tmp_path, "gunicorn-bulk", env)
+        servers.append(bulk_web)
     proxy = edge.Nginx(tmp_path / "nginx", f"127.0.0.1:{port}", max_body_bytes=settings.TRACECUP_MAX_REQUEST_BYTES,
-                       static_root=ROOT / "static")
+                       static_root=ROOT / "static", bulk_upstream=bulk_port and f"127.0.0.1:{bulk_port}")
     try:
         proxy.start()
         deadline = time.time() + 60
-        while edge.get_status(proxy.port, "/api/contests/", timeout=5) != 200:
-            assert time.time() < deadline, (tmp_path / "gunicorn.log").read_text()[-2000:]
-            time.sleep(0.3)
-        yield port, proxy.port
+        for ready in [port, bulk_port][:len(servers)]:
+            while edge.get_status(ready, "/api/contests/", timeout=5) != 200:
+                assert time.time() < deadline, (tmp_path / "gunicorn.log").read_text()[-2000:]
+                time.sleep(0.3)
+        yield (port, proxy.port, bulk_port) if bulk else (port, proxy.port)
     finally:
         proxy.stop()
-        stop_process_groups([web], grace=5)
-        log.close()
+        stop_process_groups(servers, grace=5)
 
 
 @pytest.fixture
@@ -96,6 +110,47 @@ def test_half_sent_requests_hold_gunicorn_but_not_the_site_behind_nginx(producti
     finally:
         for s in slow:
             s.close()
+
+
+def _post_status(port: int, path: str, body: bytes, timeout: float) -> int:
+    """The status of a JSON POST of ``body`` to 127.0.0.1:``port``, 0 if none came within ``timeout`` s."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        return conn.getresponse().status
+    except OSError:
+        return 0
+    finally:
+        conn.close()
+
+
+def test_uploads_go_to_the_bulk_pool_so_pages_answer_while_it_is_full(tmp_path):
+    """docker-compose's two gunicorns behind nginx: a request with a body of 1 MB or more goes to web-bulk,
+    every other one to web. With the bulk pool's only worker held (as a deadline's uploads hold it), pages and
+    small posts still answer at once, a large post waits for the bulk pool and is answered once it is free."""
+    with _stack(tmp_path, bulk=True) as (pages, nginx, bulk):
+        large = b'{"username": "' + b"x" * 1_100_000 + b'", "password": "wrong"}'
+        assert _post_status(nginx, "/api/auth/token/", large, timeout=10) == 400  # the app's answer, pool free
+        held = edge.half_open(bulk, 1)  # the bulk pool's one sync worker now waits for this body
+        try:
+            time.sleep(0.5)
+            assert edge.get_status(bulk, "/api/contests/", timeout=2) == 0, "the bulk worker answered: nothing held"
+            for n in range(5):  # a user name each: five failures of one would lock it out (429)
+                t0 = time.monotonic()
+                assert edge.get_status(nginx, "/api/contests/", timeout=5) == 200
+                small = b'{"username": "nobody%d", "password": "wrong"}' % n
+                assert _post_status(nginx, "/api/auth/token/", small, timeout=5) == 400
+                assert time.monotonic() - t0 < 2
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                waiting = pool.submit(_post_status, nginx, "/api/auth/token/", large, 30)
+                time.sleep(2)
+                assert not waiting.done(), "the large post was answered while the bulk pool was held"
+                for s in held:
+                    s.close()
+                assert waiting.result(timeout=30) == 400
+        finally:
+            for s in held:
+                s.close()
 
 
 def test_the_edge_refuses_a_body_over_the_cap_unread_and_passes_chunked_bodies_on(production_stack):
