@@ -118,7 +118,7 @@ def queue_places(queued: list[Job]) -> dict[int, dict]:
 
 def _played_forward(queue: str) -> list[tuple[int, str]]:
     """(id, kind) of every queued job of ``queue`` in the order the workers will claim them."""
-    rows = list(jobs.fair_order(queue).values_list("pk", "kind", "team_id", "served", "created_at"))
+    rows = jobs.fair_order(queue)
     heads: dict = {}
     for pk, kind, team, served, created in sorted(rows, key=lambda r: (job_kinds.rank(r[1]), r[4], r[0])):
         heads.setdefault(team if team is not None else ("judge", pk), []).append((pk, kind, served, created))

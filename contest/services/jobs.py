@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
-from django.db.models import Case, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, Value, When
+from django.db.models import F, Max, Min, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerOperationalError
@@ -287,45 +287,83 @@ def _claimed_fields(token: str, now) -> dict:
 _NEVER = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def fair_order(queue: str):
-    """The queued jobs of ``queue`` that a worker may claim, in the order it claims them.
+def claimable(queue: str):
+    """The queued jobs of ``queue`` that a worker may claim (attempts left), in no order."""
+    return Job.objects.filter(status=Job.QUEUED, kind__in=BY_QUEUE[queue],
+                              attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS)
 
-    Best rank first (``contest.job_kinds.rank``: the close before scoring before previews); within a rank,
-    the job of the team served least recently (the latest start of a job of that team on this queue;
-    teams never served, and jobs of no team, the judge's own, come first); then the oldest. So the teams are served
-    in turn and a team's burst of uploads never delays another team's first one.
-    """
-    kinds = BY_QUEUE[queue]
-    served = (Job.objects.filter(team=OuterRef("team"), kind__in=kinds, started_at__isnull=False)
-              .order_by("-started_at").values("started_at")[:1])
-    ranks = sorted({rank(k) for k in kinds})
-    by_rank = Case(*[When(kind__in=[k for k in kinds if rank(k) == r], then=Value(r)) for r in ranks],
-                   output_field=IntegerField())
-    return (Job.objects.filter(status=Job.QUEUED, kind__in=kinds, attempts__lt=settings.TRACECUP_JOB_MAX_ATTEMPTS)
-            .annotate(rank=by_rank, served=Coalesce(Subquery(served), Value(_NEVER), output_field=DateTimeField()))
-            .order_by("rank", "served", "created_at", "id"))
+
+def last_served(queue: str, teams) -> dict[int, datetime]:
+    """team id -> when a worker last started a job of that team on ``queue``, for each of ``teams`` served
+    at least once (one grouped query on the (team, started_at) index)."""
+    return dict(Job.objects.filter(team__in=[t for t in teams if t is not None], kind__in=BY_QUEUE[queue],
+                                   started_at__isnull=False)
+                .values("team").annotate(latest=Max("started_at")).values_list("team", "latest"))
+
+
+def turn_key(kind: str, team: int | None, created_at, pk: int, served: dict) -> tuple:
+    """Where a queued job stands in the fair order, smallest first: best rank (``contest.job_kinds.rank``:
+    the close before scoring before previews); within a rank, the team served least recently (teams never
+    served, and jobs of no team, the judge's own, come first); then the oldest. So the teams are served in
+    turn and a team's burst of uploads never delays another team's first one."""
+    return rank(kind), served.get(team, _NEVER) if team is not None else _NEVER, created_at, pk
+
+
+def fair_order(queue: str) -> list[tuple]:
+    """Every queued job of ``queue`` a worker may claim, as (id, kind, team id, last served, created at), in
+    the order of :func:`turn_key` as it stands now (``contest.selectors.queue_places`` plays it forward).
+    Two queries whatever the queue's length (a subquery per job took 4.5 s a claim with 12,640 queued)."""
+    rows = list(claimable(queue).values_list("pk", "kind", "team_id", "created_at"))
+    served = last_served(queue, {team for _pk, _kind, team, _created in rows})
+    rows.sort(key=lambda r: turn_key(r[1], r[2], r[3], r[0], served))
+    return [(pk, kind, team, served.get(team, _NEVER) if team is not None else _NEVER, created)
+            for pk, kind, team, created in rows]
 
 
 def claim_next(queue: str, token: str, now=None) -> Job | None:
-    """Claim the first job of :func:`fair_order` for this delivery (``token``); None if none is queued.
+    """Claim the first job of the fair order (:func:`turn_key`) for this delivery (``token``); None if none is
+    queued.
 
+    The queue is read by group, not job by job: each team's (and the judge's) oldest queued job of each
+    rank, the groups put in turn, then each group's oldest job tried in that order, so a claim costs a
+    few queries on indexes however many jobs wait (3,000 attack uploads at 40 teams, 12,640 at 80).
     PostgreSQL: ``SELECT ... FOR UPDATE SKIP LOCKED``, so concurrent workers each lock a different job
     instead of waiting on one another. SQLite (the embedded default, one writer at a time) has no row
     locks: the plain ordered pick, then the conditional UPDATE, which a concurrent claimer may have won;
     then the next job is tried.
     """
     now = now or timezone.now()
-    skip_locked = connection.features.has_select_for_update_skip_locked
     for _ in range(5):
         with transaction.atomic():
-            candidates = fair_order(queue)
-            if skip_locked:
-                candidates = candidates.select_for_update(skip_locked=True, of=("self",))
-            pk = candidates.values_list("pk", flat=True).first()
+            pk = _first_unlocked(queue)
             if pk is None:
                 return None
             if Job.objects.filter(pk=pk, status=Job.QUEUED).update(**_claimed_fields(token, now)):
                 return Job.objects.get(pk=pk)
+    return None
+
+
+def _first_unlocked(queue: str) -> int | None:
+    """The id of the first job of the fair order that no other claimer holds locked (it is locked now)."""
+    heads = list(claimable(queue).values("kind", "team").annotate(first=Min("created_at"), first_id=Min("id"))
+                 .values_list("kind", "team", "first", "first_id"))
+    served = last_served(queue, {team for _kind, team, _first, _id in heads})
+    groups: dict[tuple, tuple] = {}
+    for kind, team, first, first_id in heads:
+        key = turn_key(kind, team, first, first_id, served)
+        groups[(key[0], team)] = min(groups.get((key[0], team), key), key)
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    for (group_rank, team), _key in sorted(groups.items(), key=lambda g: g[1]):
+        head = (claimable(queue).filter(kind__in=[k for k in BY_QUEUE[queue] if rank(k) == group_rank], team=team)
+                .order_by("created_at", "id").values_list("pk", flat=True).first())
+        if head is None:
+            continue
+        # Only the group's head: while another worker is claiming it, the next group is this one's turn,
+        # not the same team's next job (two workers on one team's burst while another team waits).
+        if skip_locked and not (claimable(queue).filter(pk=head).select_for_update(skip_locked=True, of=("self",))
+                                .values_list("pk", flat=True).first()):
+            continue
+        return head
     return None
 
 

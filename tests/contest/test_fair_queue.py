@@ -80,6 +80,66 @@ def test_teams_are_served_in_turn_and_the_judges_own_jobs_first(generated, monke
 
 
 @pytest.mark.django_db
+def test_every_claim_takes_the_head_of_the_order_the_card_shows(generated, monkeypatch):
+    """A mixed queue (three teams with different histories, the judge's own jobs, three ranks, a burst):
+    before each claim, the job claimed is the first of ``jobs.fair_order``, the order the team card plays
+    forward. The claim reads the queue by team and rank, the card job by job: they must agree."""
+    import random
+    kinds = ("score_anonymized", "score_attack", "email_announcement")
+    ran = _record_runs(monkeypatch, *kinds)
+    rng = random.Random(7)
+    teams = [_team(generated, n) for n in (1, 2, 3)]
+    for minutes, team in ((3, teams[0]), (1, teams[1])):  # served before, at different times; team 3 never
+        done = jobs.create_job("score_anonymized", contest=generated, for_team=team, dispatch=False, anonymized_set_id=0)
+        Job.objects.filter(pk=done.pk).update(status=Job.SUCCEEDED, started_at=timezone.now() - timedelta(minutes=minutes))
+    made = []
+    for i in range(60):
+        kind = rng.choice(kinds)
+        team = None if kind == "email_announcement" else rng.choice(teams + [teams[2]] * 3)  # team 3's burst
+        made.append(jobs.create_job(kind, contest=generated, for_team=team, dispatch=False,
+                                    **({"announcement_id": i} if team is None else {"attack_id": i})))
+    expected = []
+    for _ in made:
+        expected.append(jobs.fair_order(queues.DEFAULT_QUEUE)[0][0])
+        jobs.execute(made[0].pk, pick=True)
+        assert ran[-1] == expected[-1]
+    assert sorted(ran) == sorted(j.pk for j in made) and jobs.fair_order(queues.DEFAULT_QUEUE) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_skips_the_job_another_worker_holds_and_takes_the_next_in_turn(generated):
+    """Two workers at once (PostgreSQL's row locks): while one is claiming the head of the queue (team A's
+    oldest job), the other claims the next team's turn (B's), not A's next job: two workers on A's burst
+    would leave B waiting."""
+    import threading
+
+    from django.db import connection, transaction
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and SKIP LOCKED are PostgreSQL's; SQLite serializes claims")
+    a, b = _team(generated, 1), _team(generated, 2)
+    first = jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=1)
+    jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=2)
+    other = jobs.create_job("score_anonymized", contest=generated, for_team=b, dispatch=False, anonymized_set_id=3)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with transaction.atomic():
+            list(Job.objects.select_for_update().filter(pk=first.pk))
+            held.set()
+            release.wait(10)
+        connection.close()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        claimed = jobs.claim_next(queues.DEFAULT_QUEUE, "second-worker")
+        assert claimed is not None and claimed.pk == other.pk
+    finally:
+        release.set()
+        holder.join(10)
+
+
+@pytest.mark.django_db
 def test_the_close_goes_before_previews_in_the_judges_queue(generated, monkeypatch):
     """Previews queued first, then the close's jobs: a worker of the judge's queue claims the close first."""
     ran = _record_runs(monkeypatch, "privacy_preview", "close_set", "judge_attacks", "set_analyses")
