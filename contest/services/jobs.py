@@ -353,17 +353,25 @@ def _first_unlocked(queue: str) -> int | None:
         key = turn_key(kind, team, first, first_id, served)
         groups[(key[0], team)] = min(groups.get((key[0], team), key), key)
     skip_locked = connection.features.has_select_for_update_skip_locked
-    for (group_rank, team), _key in sorted(groups.items(), key=lambda g: g[1]):
-        head = (claimable(queue).filter(kind__in=[k for k in BY_QUEUE[queue] if rank(k) == group_rank], team=team)
-                .order_by("created_at", "id").values_list("pk", flat=True).first())
-        if head is None:
-            continue
-        # Only the group's head: while another worker is claiming it, the next group is this one's turn,
-        # not the same team's next job (two workers on one team's burst while another team waits).
-        if skip_locked and not (claimable(queue).filter(pk=head).select_for_update(skip_locked=True, of=("self",))
-                                .values_list("pk", flat=True).first()):
-            continue
-        return head
+    in_turn = [group for group, _key in sorted(groups.items(), key=lambda g: g[1])]
+    # First each team's head, in turn: while another worker is claiming a team's head, the next team has its
+    # turn, not that team's next job (two workers on one team's burst while another team waits). The
+    # judge's own jobs have no turns: the next of them no one holds. Then, if every head is held, any job
+    # no one holds, so a free worker never leaves a queued job waiting.
+    for heads_only in (True, False):
+        for group_rank, team in in_turn:
+            candidates = (claimable(queue).filter(kind__in=[k for k in BY_QUEUE[queue] if rank(k) == group_rank],
+                                                  team=team).order_by("created_at", "id"))
+            if heads_only and team is not None:
+                head = candidates.values_list("pk", flat=True).first()
+                candidates = claimable(queue).filter(pk=head)
+            if skip_locked:
+                candidates = candidates.select_for_update(skip_locked=True, of=("self",))
+            pk = candidates.values_list("pk", flat=True).first()
+            if pk is not None:
+                return pk
+        if not skip_locked:
+            break  # no row locks (SQLite): the first pass found every head
     return None
 
 

@@ -8,6 +8,8 @@ integration test runs a real worker with one process on the teams' queue.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from datetime import timedelta
 
@@ -106,37 +108,53 @@ def test_every_claim_takes_the_head_of_the_order_the_card_shows(generated, monke
     assert sorted(ran) == sorted(j.pk for j in made) and jobs.fair_order(queues.DEFAULT_QUEUE) == []
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_claim_skips_the_job_another_worker_holds_and_takes_the_next_in_turn(generated):
-    """Two workers at once (PostgreSQL's row locks): while one is claiming the head of the queue (team A's
-    oldest job), the other claims the next team's turn (B's), not A's next job: two workers on A's burst
-    would leave B waiting."""
-    import threading
-
+@contextlib.contextmanager
+def _held(job: Job):
+    """Another worker in the middle of claiming ``job``: its row locked by a second connection until the end."""
     from django.db import connection, transaction
-    if connection.vendor != "postgresql":
-        pytest.skip("row locks and SKIP LOCKED are PostgreSQL's; SQLite serializes claims")
-    a, b = _team(generated, 1), _team(generated, 2)
-    first = jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=1)
-    jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=2)
-    other = jobs.create_job("score_anonymized", contest=generated, for_team=b, dispatch=False, anonymized_set_id=3)
     held, release = threading.Event(), threading.Event()
 
     def hold():
-        with transaction.atomic():
-            list(Job.objects.select_for_update().filter(pk=first.pk))
-            held.set()
-            release.wait(10)
-        connection.close()
+        try:
+            with transaction.atomic():
+                list(Job.objects.select_for_update().filter(pk=job.pk))
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
     holder = threading.Thread(target=hold)
     holder.start()
     try:
         assert held.wait(10)
-        claimed = jobs.claim_next(queues.DEFAULT_QUEUE, "second-worker")
-        assert claimed is not None and claimed.pk == other.pk
+        yield
     finally:
         release.set()
         holder.join(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_skips_the_job_another_worker_holds_and_takes_the_next_in_turn(generated):
+    """Two workers at once (PostgreSQL's row locks). While one is claiming the head of the queue (team A's
+    oldest job), the other claims the next team's turn (B's), not A's next job: two workers on A's burst would
+    leave B waiting. But a free worker never leaves a job waiting: with only A's jobs queued it takes A's
+    next one, and the judge's own jobs (no team, no turns) go to whichever worker is free, one each (a
+    claim that skipped the judge's whole queue behind its held head left a generation job queued for good
+    in make bench-full)."""
+    from django.db import connection
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks and SKIP LOCKED are PostgreSQL's; SQLite serializes claims")
+    a, b = _team(generated, 1), _team(generated, 2)
+    first = jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=1)
+    second = jobs.create_job("score_anonymized", contest=generated, for_team=a, dispatch=False, anonymized_set_id=2)
+    other = jobs.create_job("score_anonymized", contest=generated, for_team=b, dispatch=False, anonymized_set_id=3)
+    with _held(first):
+        assert jobs.claim_next(queues.DEFAULT_QUEUE, "second-worker").pk == other.pk
+        assert jobs.claim_next(queues.DEFAULT_QUEUE, "third-worker").pk == second.pk
+        assert jobs.claim_next(queues.DEFAULT_QUEUE, "fourth-worker") is None  # only the held one is left
+    judge_queue = job_kinds.QUEUE_OF["generate_dataset"]
+    made = [jobs.create_job("generate_dataset", contest=generated, dispatch=False, dataset_id=n) for n in range(3)]
+    with _held(made[0]):
+        assert [jobs.claim_next(judge_queue, f"w{n}").pk for n in range(2)] == [made[1].pk, made[2].pk]
 
 
 @pytest.mark.django_db
