@@ -9,11 +9,11 @@ job also claims the other queued scoring jobs of attacks on the same target (:fu
 :data:`BATCH_LIMIT` in all; ``jobs.claim_also``), reads the target's secrets once and scores each attack
 with the same functions as alone (``uploads.attack_outcome``): the same scores, byte for byte.
 
-Each attack is stored in its own transaction together with its own job's end (``jobs.finish_claimed``),
-only while it is still pending, so a crash leaves both or neither and a re-run after it (the sweep
-re-queues the unfinished jobs) never scores an attack twice. An attack whose scoring fails fails its
-own job, with its traceback, and the batch goes on; a database error or the time limit hands the
-unfinished jobs back to the queue (``jobs.release_claimed``).
+Each attack is stored in the same transaction as its own job's end (``jobs.finish_claimed_many``), only
+while it is still pending, :data:`STORE_CHUNK` attacks a transaction, so a crash leaves both or neither
+and a re-run after it (the sweep re-queues the unfinished jobs) never scores an attack twice. An attack
+whose scoring fails fails its own job, with its traceback, and the batch goes on; a database error or the
+time limit hands the jobs not yet stored back to the queue (``jobs.release_claimed``).
 """
 from __future__ import annotations
 
@@ -93,32 +93,66 @@ def wake_the_queue() -> None:
         jobs.send(Job(pk=waiting, kind=job_kinds.SCORE_ATTACK))
 
 
+#: Attacks stored per transaction by a batch: their rows, scores and jobs' ends in a few queries, instead of
+#: four for each attack (at 40 teams those made attack scoring 2.8 times the judge's own work). A run
+#: stopped in the middle (a database error, the time limit) loses at most this many attacks' scoring work.
+STORE_CHUNK = 16
+
+
 def score_claimed(batch: list[Job], secrets: dict) -> None:
-    """Score the attacks of the claimed jobs ``batch`` one after the other, each stored with its job's end in
-    one transaction; ``secrets``: the target's, shared (``uploads.attack_outcome``)."""
+    """Score the attacks of the claimed jobs ``batch`` one after the other, storing them :data:`STORE_CHUNK` at a
+    time, each with its job's end in the same transaction (:func:`store_scored`); ``secrets``: the target's,
+    shared (``uploads.attack_outcome``). One attack's failure fails its own job; a database error or the time
+    limit hands back every job not yet stored."""
     attacks = Attack.objects.select_related(*uploads.ATTACK_SCORING_RELATED).in_bulk(
         [job.args["attack_id"] for job in batch])
+    scored: list[tuple[Job, Attack, dict | None]] = []
     for n, other in enumerate(batch):
         try:
             attack = attacks.get(other.args["attack_id"])
             if attack is None:
                 raise Attack.DoesNotExist(f"attack {other.args['attack_id']} does not exist")
-            _score_one(other, attack, secrets)
+            scored.append((other, attack, uploads.attack_outcome(attack, secrets)
+                           if attack.status == Attack.PENDING else None))
+            if len(scored) == STORE_CHUNK:
+                store_scored(scored)
+                scored = []
         except (*jobs.TRANSIENT_DATABASE_ERRORS, SoftTimeLimitExceeded):
-            jobs.release_claimed(batch[n:], say("retrying: the run of its batch stopped"))
+            jobs.release_claimed([job for job, _a, _o in scored] + batch[n + 1:] + [other],
+                                 say("retrying: the run of its batch stopped"))
             raise
         except Exception as exc:  # noqa: BLE001 - one attack's failure fails its own job, never the batch
             jobs.fail_claimed(other, exc)
+    try:
+        store_scored(scored)
+    except jobs.TRANSIENT_DATABASE_ERRORS:
+        jobs.release_claimed([job for job, _a, _o in scored], say("retrying: the run of its batch stopped"))
+        raise
 
 
-def _score_one(job: Job, attack: Attack, secrets: dict) -> None:
-    """Score ``attack`` of the claimed ``job`` and store it with the job's end, in one transaction; nothing is
-    stored if the claim was lost meanwhile (the sweep gave the job to another run, which scores it)."""
-    outcome = uploads.attack_outcome(attack, secrets) if attack.status == Attack.PENDING else None
+def store_scored(scored: list[tuple[Job, Attack, dict | None]]) -> None:
+    """Store each ``(job, attack, outcome)`` (outcome None: the attack was no longer pending when read) with its
+    job's end, in one transaction: an attack is stored only while its job is still this run's (the sweep did
+    not hand it to another run) and the attack still pending; a job whose attack another run stored first
+    ends on what that run stored. So a crash leaves both an attack and its job's end, or neither."""
+    if not scored:
+        return
     with transaction.atomic():
-        if outcome is not None and uploads.store_attack_outcome(attack, outcome):
-            attack.status, attack.score, attack.error_total = outcome["status"], outcome["score"], outcome["error_total"]
-        else:
-            attack.refresh_from_db()  # scored by another run first: its job ends on what that run stored
-        if not jobs.finish_claimed(job, uploads.attack_scored_message(attack)):
-            transaction.set_rollback(True)
+        token = scored[0][0].claim
+        ours = set(Job.objects.select_for_update().filter(pk__in=[job.pk for job, _a, _o in scored], claim=token,
+                                                          status=Job.RUNNING).values_list("pk", flat=True))
+        stored = uploads.store_attack_outcomes([(attack, outcome) for job, attack, outcome in scored
+                                                if job.pk in ours and outcome is not None])
+        current = Attack.objects.in_bulk([attack.pk for job, attack, _o in scored
+                                          if job.pk in ours and attack.pk not in stored])
+        messages = {}
+        for job, attack, outcome in scored:
+            if job.pk not in ours:
+                continue
+            if attack.pk in stored:
+                attack.status, attack.score, attack.error_total = (outcome["status"], outcome["score"],
+                                                                   outcome["error_total"])
+            else:  # scored by another run first: the job ends on what that run stored
+                attack = current[attack.pk]
+            messages[job] = uploads.attack_scored_message(attack)
+        jobs.finish_claimed_many(messages)

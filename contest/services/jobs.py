@@ -403,9 +403,24 @@ def finish_claimed(job: Job, message: str) -> bool:
     """End a job of a batch (:func:`claim_also`) as succeeded with ``message``, if its claim still holds (the
     sweep did not give it to another run meanwhile). In the caller's transaction, so the job's end commits
     with its work. Returns whether it was this run's to finish."""
-    now = timezone.now()
-    return bool(Job.objects.filter(pk=job.pk, claim=job.claim, status=Job.RUNNING).update(
-        status=Job.SUCCEEDED, progress=1.0, finished_at=now, message=message[:300], heartbeat_at=now))
+    return job.pk in finish_claimed_many({job: message})
+
+
+def finish_claimed_many(messages: dict[Job, str]) -> set[int]:
+    """End the jobs of a batch whose claim still holds, each as succeeded with its own message, in two queries
+    (in the caller's transaction, as :func:`finish_claimed`); returns the ids of those ended. Their rows stay
+    locked to the end of that transaction, so the sweep cannot hand them to another run meanwhile."""
+    if not messages:
+        return set()
+    token = next(iter(messages)).claim
+    with transaction.atomic(savepoint=False):
+        ours = set(Job.objects.select_for_update().filter(pk__in=[j.pk for j in messages], claim=token,
+                                                          status=Job.RUNNING).values_list("pk", flat=True))
+        now = timezone.now()
+        Job.objects.filter(pk__in=ours).update(status=Job.SUCCEEDED, progress=1.0, finished_at=now, heartbeat_at=now)
+        Job.objects.bulk_update([Job(pk=job.pk, message=message[:300]) for job, message in messages.items()
+                                 if job.pk in ours], ["message"])  # one field: bulk_update's CASE per row is dear
+    return ours
 
 
 def fail_claimed(job: Job, exc: BaseException) -> None:

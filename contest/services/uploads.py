@@ -23,6 +23,7 @@ pending, valid or below-``s_req`` upload does.
 """
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Callable
@@ -498,22 +499,41 @@ def attack_outcome(attack: Attack, secrets: dict) -> dict:
 def store_attack_outcome(attack: Attack, outcome: dict, *, force: bool = False) -> bool:
     """Store ``outcome`` (:func:`attack_outcome`) on ``attack``: its status, score or errors, and a valid one's
     score row (retiring the attack's current one). Unless ``force``, only while the attack is pending: False
-    when another run stored it first (then nothing is written). In the caller's transaction if there is one
-    (a batch ends the attack's own job in the same)."""
-    fields = dict(outcome)
-    per_user = fields.pop("per_user", None)
+    when another run stored it first (then nothing is written). In the caller's transaction if there is one."""
+    return attack.pk in store_attack_outcomes([(attack, outcome)], force=force)
+
+
+def store_attack_outcomes(outcomes: list[tuple[Attack, dict]], *, force: bool = False) -> set[int]:
+    """Store each ``(attack, outcome)`` as :func:`store_attack_outcome` does, in a few queries whatever their
+    number (a batch of attack scoring stores its attacks together); returns the ids of the attacks stored.
+    Unless ``force``, only the attacks still pending, whose rows stay locked to the end of the transaction
+    (the caller's if there is one), so two runs never both store one."""
+    if not outcomes:
+        return set()
     with transaction.atomic(savepoint=False):
-        rows = Attack.objects.filter(pk=attack.pk)
-        if not force:
-            rows = rows.filter(status=Attack.PENDING)
-        if not rows.update(scored_at=timezone.now(), **fields):
-            return False
-        if per_user is not None:
-            if force:  # a pending attack has no score yet: only a re-score retires one
-                Score.objects.filter(attack=attack, current=True).update(current=False)
-            Score.objects.create(dataset=attack.target.dataset, metric=ScoreKind(AttackKind.of_file(attack.kind)),
-                                 value=fields["score"], attack=attack, per_user=per_user)
-    return True
+        rows = Attack.objects.select_for_update().filter(pk__in=[a.pk for a, _o in outcomes])
+        stored = set((rows if force else rows.filter(status=Attack.PENDING)).values_list("pk", flat=True))
+        now, alike, scores = timezone.now(), {}, []
+        for attack, outcome in outcomes:
+            if attack.pk not in stored:
+                continue
+            fields = dict(outcome)
+            per_user = fields.pop("per_user", None)
+            # one UPDATE per set of equal fields but the score (the valid ones all alike), and one for the
+            # scores: Django's bulk_update builds a CASE per row and field, more work than scoring a small attack
+            score = fields.pop("score")
+            key = json.dumps(fields, sort_keys=True, default=str)
+            alike.setdefault(key, (fields, []))[1].append(Attack(pk=attack.pk, score=score))
+            if per_user is not None:
+                scores.append(Score(dataset=attack.target.dataset, metric=ScoreKind(AttackKind.of_file(attack.kind)),
+                                    value=score, attack_id=attack.pk, per_user=per_user))
+        for fields, rows_ in alike.values():
+            Attack.objects.filter(pk__in=[a.pk for a in rows_]).update(scored_at=now, **fields)
+        Attack.objects.bulk_update([a for _fields, rows_ in alike.values() for a in rows_], ["score"])
+        if force:  # a pending attack has no score yet: only a re-score retires one
+            Score.objects.filter(attack__in=[s.attack_id for s in scores], current=True).update(current=False)
+        Score.objects.bulk_create(scores)
+    return stored
 
 
 def attack_scored_message(attack: Attack) -> str:

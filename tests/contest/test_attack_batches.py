@@ -67,7 +67,9 @@ def _scores(attack: Attack) -> list[Score]:
     return list(Score.objects.filter(attack=attack).order_by("pk"))
 
 
-def test_one_run_scores_every_queued_attack_on_the_target_as_one_by_one_would(attacks, monkeypatch):
+@pytest.mark.parametrize("chunk", [3, attack_batches.STORE_CHUNK], ids=["stored-in-chunks-of-3", "in-one-chunk"])
+def test_one_run_scores_every_queued_attack_on_the_target_as_one_by_one_would(attacks, monkeypatch, chunk):
+    monkeypatch.setattr(attack_batches, "STORE_CHUNK", chunk)
     reads = []
     secret_truth = data.secret_truth
     monkeypatch.setattr(data, "secret_truth", lambda ps, kind: reads.append(kind) or secret_truth(ps, kind))
@@ -127,25 +129,29 @@ class WorkerDied(BaseException):
 
 
 def test_a_rerun_after_a_crash_in_the_middle_of_a_batch_scores_no_attack_twice(attacks, monkeypatch, settings):
+    """The worker dies while scoring the sixth attack of the batch, after the leader's own (stored alone) and a
+    first chunk of the claimed ones (stored together with their jobs' ends): those are kept, the rest is
+    neither stored nor ended, and the re-run after the sweep scores each attack once."""
+    monkeypatch.setattr(attack_batches, "STORE_CHUNK", 3)
     outcome, calls = uploads.attack_outcome, []
 
-    def crash_on_the_fourth(attack, secrets):
+    def crash_on_the_sixth(attack, secrets):
         calls.append(attack.pk)
-        if len(calls) == 4:
+        if len(calls) == 6:
             raise WorkerDied
         return outcome(attack, secrets)
-    monkeypatch.setattr(uploads, "attack_outcome", crash_on_the_fourth)
+    monkeypatch.setattr(uploads, "attack_outcome", crash_on_the_sixth)
     with pytest.raises(WorkerDied):
         jobs.execute(_job(attacks[0]).pk)
     scored = [a for a in attacks if Attack.objects.get(pk=a.pk).status != Attack.PENDING]
-    assert [a.pk for a in scored] == calls[:3]                     # each stored with its job's end, or not at all
+    assert [a.pk for a in scored] == calls[:4]   # the leader's, then a chunk of 3 with its jobs' ends; not the 5th
     assert {_job(a).status for a in scored[1:]} == {Job.SUCCEEDED}
     assert {_job(a).status for a in attacks if a not in scored[1:]} == {Job.RUNNING}  # the dead run's claims
     monkeypatch.setattr(uploads, "attack_outcome", outcome)
     # the sweep finds their heartbeat stale and queues them again; their messages run them
     monkeypatch.setattr(jobs, "dispatch", lambda pk, kind: True)
     later = timezone.now() + timedelta(seconds=settings.TRACECUP_JOB_STALE_SECONDS + 1)
-    assert jobs.requeue_stalled(later)["requeued"] == len(attacks) - 2
+    assert jobs.requeue_stalled(later)["requeued"] == len(attacks) - 3
     for a in attacks:
         jobs.execute(_job(a).pk)
     for a in attacks:
