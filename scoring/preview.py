@@ -25,7 +25,7 @@ import io
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import t as student_t
+from scipy.special import stdtrit
 
 from . import scores
 from .algorithms.attacks import home_slots, parse_slots, slot_mask
@@ -238,7 +238,9 @@ def prediction_interval(values, level: float = PREDICTION_LEVEL) -> dict | None:
         return None
     # equal minima summed in another order differ by ~1e-16: that is no spread
     mean, sd = float(x.mean()), (float(x.std(ddof=1)) if np.ptp(x) > 1e-12 else 0.0)
-    half = float(student_t.ppf(0.5 + level / 2, n - 1)) * sd * np.sqrt(1.0 + 1.0 / n)
+    # Student's t quantile at n - 1 degrees of freedom (scipy.stats.t.ppf is this function; scipy.stats
+    # itself costs the command line and every worker half a second to import)
+    half = float(stdtrit(n - 1, 0.5 + level / 2)) * sd * np.sqrt(1.0 + 1.0 / n)
     return {"low": max(0.0, mean - half), "high": min(1.0, mean + half), "mean": mean, "sd": sd, "n": n,
             "level": level}
 
