@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -305,7 +304,6 @@ class TokenLoginSerializer(AuthTokenSerializer):
     """DRF's user name and password, each no longer than a login takes (``accounts.username_max_length``,
     ``accounts.LOGIN_PASSWORD_MAX_LENGTH``): refused by name before they reach the login lockout's record."""
 
-    username = serializers.CharField(label=gettext_lazy("Username"), write_only=True,
-                                     max_length=username_max_length())
-    password = serializers.CharField(label=gettext_lazy("Password"), style={"input_type": "password"},
-                                     trim_whitespace=False, write_only=True, max_length=LOGIN_PASSWORD_MAX_LENGTH)
+    username = serializers.CharField(write_only=True, max_length=username_max_length())
+    password = serializers.CharField(style={"input_type": "password"}, trim_whitespace=False, write_only=True,
+                                     max_length=LOGIN_PASSWORD_MAX_LENGTH)
