@@ -309,7 +309,7 @@ def draw_hyper(X: np.ndarray, rng: np.random.Generator, prior: HyperPrior = Hype
     Lambda ~ Wishart(df=nu*, scale=W*) (mean nu* W*), then
     mu ~ N((beta0 mu0 + n xbar)/(beta0 + n), ((beta0 + n) Lambda)^-1).
     """
-    import scipy.stats  # here, not at the top: the workers and command lines that never train skip its import (0.3-0.5 s)
+    import scipy.stats  # local: workers and command lines that never train skip its slow import
     Wstar, nu, mean, beta = hyper_posterior(X, prior, centered_scatter=centered_scatter)
     Lam = np.atleast_2d(scipy.stats.wishart.rvs(df=nu, scale=Wstar, random_state=rng))
     Lam = (Lam + Lam.T) / 2

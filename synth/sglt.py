@@ -103,7 +103,7 @@ def semantic_similarity(pu: np.ndarray, pv: np.ndarray, w: np.ndarray):
     if len(su) == 0 or len(sv) == 0:
         return 0.0, np.zeros(0, np.int64), np.zeros(0, np.int64)
     W = np.einsum("p,pij->ij", w, np.minimum(pu[:, su, None], pv[:, None, sv]))
-    from scipy.optimize import linear_sum_assignment  # here: a slow import only SGLT's training needs
+    from scipy.optimize import linear_sum_assignment  # local: a slow import only SGLT's training needs
     rows, cols = linear_sum_assignment(W, maximize=True)
     vals = W[rows, cols]
     keep = vals > 0
@@ -251,7 +251,7 @@ def cluster_locations(G: np.ndarray, visited: np.ndarray, clusters: int, seed: i
     X = G[np.ix_(idx, idx)]
     X = X / np.maximum(X.sum(axis=1, keepdims=True), 1e-300)
     k = max(1, min(int(clusters), len(idx)))
-    from scipy.cluster.vq import kmeans2  # here: a slow import only SGLT's training needs
+    from scipy.cluster.vq import kmeans2  # local: a slow import only SGLT's training needs
     _centroids, labels = kmeans2(X, k, seed=np.random.default_rng(seed), minit="++")
     _u, first, lab = np.unique(labels, return_index=True, return_inverse=True)
     order = np.argsort(first)

@@ -216,7 +216,7 @@ def match(scores: np.ndarray, matching: str) -> np.ndarray:
             raise ValueError(f"cannot match {scores.shape[0]} pseudonyms to {scores.shape[1]} users one-to-one")
         # -inf (impossible) is not allowed by the solver; a finite floor keeps the order.
         finite = np.where(np.isfinite(scores), scores, np.nanmin(scores[np.isfinite(scores)]) - 1e6)
-        from scipy.optimize import linear_sum_assignment  # here: a slow import only this matching needs
+        from scipy.optimize import linear_sum_assignment  # local: a slow import only this matching needs
         rows, cols = linear_sum_assignment(finite, maximize=True)
         out = np.empty(scores.shape[0], dtype=np.int64)
         out[rows] = cols
