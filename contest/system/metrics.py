@@ -8,8 +8,7 @@ Two kinds of figures:
   several processes, each with its own counts, and a scrape reaches one of them: with
   ``PROMETHEUS_MULTIPROC_DIR`` set (a folder the processes share, emptied at the server's start:
   ``deploy/gunicorn.conf.py``) each process writes its counts there and a scrape sums them all
-  (prometheus-client's multiprocess mode), those of the uploads' pool in its subfolder included
-  (:class:`PoolsCollector`); without it the counts are the answering process's alone.
+  (prometheus-client's multiprocess mode); without it the counts are the answering process's alone.
 - **The site**, read from the database and the broker at each scrape (:class:`SiteCollector`), so any
   process gives the same answer: jobs by kind and state, the run time of every job that ended (a
   histogram per kind, from the job rows: cumulative as Prometheus wants, since job rows are kept), queue
@@ -18,7 +17,6 @@ Two kinds of figures:
 from __future__ import annotations
 
 import functools
-import glob
 import hmac
 import logging
 import os
@@ -151,25 +149,11 @@ class SiteCollector:
         yield from (up, beat, rss, running)
 
 
-class PoolsCollector:
-    """The request counts of every gunicorn process that writes under ``root``: its own files and those of
-    each pool's subfolder (``deploy/gunicorn.conf.py``: the pages' and the uploads' servers), summed as
-    prometheus-client's multiprocess mode sums one folder's."""
-
-    def __init__(self, root: str):
-        self.root = root
-
-    def collect(self):
-        files = glob.glob(os.path.join(self.root, "*.db")) + glob.glob(os.path.join(self.root, "*", "*.db"))
-        return multiprocess.MultiProcessCollector.merge(files, accumulate=True)
-
-
 def exposition() -> bytes:
     """The text of a scrape: the requests (of every process in multiprocess mode) and the site's figures."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         requests = CollectorRegistry()
-        requests.register(PoolsCollector(os.environ.get("TRACECUP_METRICS_ROOT")
-                                         or os.environ["PROMETHEUS_MULTIPROC_DIR"]))
+        multiprocess.MultiProcessCollector(requests)
     else:
         requests = REQUEST_REGISTRY
     site = CollectorRegistry(auto_describe=False)

@@ -193,7 +193,7 @@ def test_docker_compose_shares_no_folder_between_machines():
     import yaml
     compose = yaml.safe_load((Path(__file__).resolve().parents[2] / "docker-compose.yml").read_text())
     assert not any(key.endswith("_DIR") for key in compose["x-app-env"]), compose["x-app-env"]
-    for name in ("web", "worker", "worker-teams", "beat"):
+    for name in ("web", "web-bulk", "worker", "worker-teams", "beat"):
         assert not compose["services"][name].get("volumes"), name
 
 

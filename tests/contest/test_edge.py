@@ -128,7 +128,7 @@ def test_uploads_go_to_the_bulk_pool_so_pages_answer_while_it_is_full(tmp_path):
     """docker-compose's two gunicorns behind nginx: a request with a body of 1 MB or more goes to web-bulk,
     every other one to web. With the bulk pool's only worker held (as a deadline's uploads hold it), pages and
     small posts still answer at once, a large post waits for the bulk pool and is answered once it is free."""
-    with _stack(tmp_path, bulk=True) as (pages, nginx, bulk):
+    with _stack(tmp_path, bulk=True, TRACECUP_METRICS_TOKEN="t0ken") as (pages, nginx, bulk):
         large = b'{"username": "' + b"x" * 1_100_000 + b'", "password": "wrong"}'
         assert _post_status(nginx, "/api/auth/token/", large, timeout=10) == 400  # the app's answer, pool free
         held = edge.half_open(bulk, 1)  # the bulk pool's one sync worker now waits for this body
@@ -151,6 +151,25 @@ def test_uploads_go_to_the_bulk_pool_so_pages_answer_while_it_is_full(tmp_path):
         finally:
             for s in held:
                 s.close()
+        # each server counts its own requests: the pages' at /metrics (the 5 small posts), the bulk pool's at
+        # /metrics/bulk (the 2 large posts, and the half-sent one that held it, answered 400 once closed)
+        assert {path: _posts_answered_400(nginx, path) for path in ("/metrics", "/metrics/bulk")} == {
+            "/metrics": 5, "/metrics/bulk": 3}
+
+
+def _posts_answered_400(port: int, path: str) -> int:
+    """The POST requests answered 400 that the scrape at ``path`` counts (summed over views)."""
+    import re
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Authorization": "Bearer t0ken"})
+        r = conn.getresponse()
+        text = r.read().decode()
+        assert r.status == 200, (path, r.status, text[:300])
+    finally:
+        conn.close()
+    return int(sum(float(v) for v in re.findall(
+        r'^tracecup_http_requests_total\{[^}]*method="POST"[^}]*status="400"[^}]*\} (\S+)$', text, re.M)))
 
 
 def test_the_edge_refuses_a_body_over_the_cap_unread_and_passes_chunked_bodies_on(production_stack):

@@ -240,10 +240,9 @@ def test_metrics_are_refused_without_the_token_and_count_a_request(client, setti
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_gunicorns_processes_are_summed_in_multiprocess_mode(tmp_path):
-    """docker-compose's web servers: the pages' gunicorn (3 processes) and the uploads' (web-bulk, 1), both
-    with deploy/gunicorn.conf.py, one shared PROMETHEUS_MULTIPROC_DIR and a pool name each. Requests spread
-    over the pages' processes are all counted by every scrape; the bulk server's start does not wipe them,
-    and its own requests join the sums whichever server answers the scrape."""
+    """docker-compose's web server: gunicorn with deploy/gunicorn.conf.py, 3 processes, a shared
+    PROMETHEUS_MULTIPROC_DIR. 40 requests spread over the processes; every scrape (whichever process
+    answers it) counts all 40 more than before them."""
     import http.client
     import os
     import subprocess
@@ -252,23 +251,15 @@ def test_gunicorns_processes_are_summed_in_multiprocess_mode(tmp_path):
     from contest import edge
     from contest.workers import database_url, stop_process_groups
     from tests.worker import ROOT
-    folder = tmp_path / "metrics"
-    servers = []
+    port, folder = edge.free_port(), tmp_path / "metrics"
+    env = dict(os.environ, DATABASE_URL=database_url(), PROMETHEUS_MULTIPROC_DIR=str(folder),
+               TRACECUP_METRICS_TOKEN="t0ken", PYTHONUNBUFFERED="1")
+    with open(tmp_path / "gunicorn.log", "w") as log:
+        web = subprocess.Popen([sys.executable, "-m", "gunicorn", "contest.wsgi:application", "-c",
+                                "deploy/gunicorn.conf.py", "-b", f"127.0.0.1:{port}", "--workers", "3"],
+                               cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def start(pool: str, workers: int) -> int:
-        port = edge.free_port()
-        env = dict(os.environ, DATABASE_URL=database_url(), PROMETHEUS_MULTIPROC_DIR=str(folder),
-                   TRACECUP_WEB_POOL=pool, TRACECUP_METRICS_TOKEN="t0ken", PYTHONUNBUFFERED="1")
-        with open(tmp_path / f"gunicorn-{pool}.log", "w") as log:
-            servers.append(subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "contest.wsgi:application", "-c", "deploy/gunicorn.conf.py",
-                 "-b", f"127.0.0.1:{port}", "--workers", str(workers)],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
-        wait_until(lambda: edge.get_status(port, "/healthz", timeout=2) == 200, 60, "gunicorn did not start",
-                   lambda: (tmp_path / f"gunicorn-{pool}.log").read_text()[-2000:])
-        return port
-
-    def get(port: int, path: str, headers=None) -> tuple[int, str]:
+    def get(path: str, headers=None) -> tuple[int, str]:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         try:
             conn.request("GET", path, headers=headers or {})
@@ -277,30 +268,26 @@ def test_gunicorns_processes_are_summed_in_multiprocess_mode(tmp_path):
         finally:
             conn.close()
 
-    def unmatched_counts(port: int, scrapes: int) -> set[float]:
-        counts = set()
-        for _ in range(scrapes):
-            status, text = get(port, "/metrics", {"Authorization": "Bearer t0ken"})
-            assert status == 200, text
-            m = re.search(r'^tracecup_http_requests_total\{method="GET",status="404",view="unmatched"\} (\S+)$',
-                          text, re.M)
-            counts.add(float(m.group(1)) if m else 0.0)
-        return counts
-
     try:
-        pages = start("pages", 3)
-        (before,) = unmatched_counts(pages, 1)
+        wait_until(lambda: edge.get_status(port, "/healthz", timeout=2) == 200, 60, "gunicorn did not start",
+                   lambda: (tmp_path / "gunicorn.log").read_text()[-2000:])
+        def unmatched_counts(scrapes: int) -> set[float]:
+            counts = set()
+            for _ in range(scrapes):
+                status, text = get("/metrics", {"Authorization": "Bearer t0ken"})
+                assert status == 200, text
+                m = re.search(r'^tracecup_http_requests_total\{method="GET",status="404",view="unmatched"\} (\S+)$',
+                              text, re.M)
+                counts.add(float(m.group(1)) if m else 0.0)
+            return counts
+
+        (before,) = unmatched_counts(1)
         for n in range(40):  # an address no probe asks for
-            assert get(pages, f"/no-such-page-{n}/")[0] == 404
-        assert unmatched_counts(pages, 6) == {before + 40}
-        assert len(list((folder / "pages").glob("counter_*.db"))) >= 2, "the requests did not reach several processes"
-        bulk = start("bulk", 1)  # its start empties its own subfolder only
-        assert unmatched_counts(pages, 3) == {before + 40}
-        for n in range(10):
-            assert get(bulk, f"/no-such-upload-{n}/")[0] == 404
-        assert unmatched_counts(pages, 6) | unmatched_counts(bulk, 2) == {before + 50}
+            assert get(f"/no-such-page-{n}/")[0] == 404
+        assert unmatched_counts(6) == {before + 40}
+        assert len(list(folder.glob("counter_*.db"))) >= 2, "the requests did not reach several processes"
     finally:
-        stop_process_groups(servers, grace=5)
+        stop_process_groups([web], grace=5)
 
 
 @pytest.mark.django_db
