@@ -74,6 +74,34 @@ def _flush_by_deleting() -> None:
 _flush_by_deleting()
 
 
+#: The files that take longest (seconds of wall time in a run of ``make test`` on the 2-core machine,
+#: 2026-11-28), which the parallel run starts first. pytest-xdist hands out whole files in the order they
+#: are collected (``--dist loadfile``); one of these handed out last ran on alone while the other
+#: processes had finished (the run ended 100 s after the first process was idle).
+LONG_FILES = {
+    "tests/contest/test_faults.py": 169,
+    "tests/browser/test_accessibility.py": 109,
+    "tests/browser/test_contest_flow.py": 91,
+    "tests/contest/test_demo.py": 90,
+    "tests/contest/test_redis_outage.py": 79,
+    "tests/scoring/test_interval_coverage.py": 61,
+    "tests/browser/test_every_page_policy.py": 57,
+    "tests/synth/test_empirical_audit.py": 51,
+    "tests/browser/test_phone.py": 48,
+    "tests/contest/test_connection_drops_under_load.py": 42,
+    "tests/web/test_system.py": 40,
+    "tests/contest/test_simulation.py": 40,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Put the tests of :data:`LONG_FILES` first, longest file first, the rest in their order (a stable
+    sort, the same in every process, as pytest-xdist requires)."""
+    def file_of(item) -> str:
+        return Path(str(item.fspath)).relative_to(Path(__file__).resolve().parent.parent).as_posix()
+    items.sort(key=lambda item: -LONG_FILES.get(file_of(item), 0))
+
+
 @pytest.fixture(scope="session")
 def pwscup2019() -> Path:
     """Path of the public PWS Cup 2019 data; skips the test where it is absent."""
