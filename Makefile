@@ -45,9 +45,10 @@ demo-reset: $(STAMP)
 # broker and cache databases): the integration and browser tests spend much of their time waiting for real
 # workers, servers and Chromium, and the extra process works meanwhile (on 2 cores the whole suite took
 # 10 min 14 s with three, 10 min 51 s with two). --dist loadfile keeps a file's tests in one process, so
-# module-scoped fixtures (trained models, generated sets) are built once.
+# module-scoped fixtures (trained models, generated sets) are built once; --no-loadscope-reorder hands
+# the files out in collection order, the longest first (tests/conftest.py LONG_FILES).
 TEST_PROCESSES := $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
-PARALLEL ?= -n $(TEST_PROCESSES) --dist loadfile
+PARALLEL ?= -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
@@ -59,7 +60,7 @@ CHECK_MARKERS := not slow and not integration and not browser
 
 # One process per core: these tests compute and do not wait, so a process more than the cores only adds
 # its own start (collection and a test database).
-CHECK_PARALLEL ?= -n auto --dist loadfile
+CHECK_PARALLEL ?= -n auto --dist loadfile --no-loadscope-reorder
 
 check: $(DEV_STAMP)
 	$(PY) -m ruff check .

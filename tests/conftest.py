@@ -74,23 +74,36 @@ def _flush_by_deleting() -> None:
 _flush_by_deleting()
 
 
-#: The files that take longest (seconds of wall time in a run of ``make test`` on the 2-core machine,
-#: 2026-11-28), which the parallel run starts first. pytest-xdist hands out whole files in the order they
-#: are collected (``--dist loadfile``); one of these handed out last ran on alone while the other
-#: processes had finished (the run ended 100 s after the first process was idle).
+#: The files that take longest (seconds of wall time in a run of ``.ci/run`` on the 2-core machine,
+#: 2026-11-28, those over 25 s), which the parallel run starts first. pytest-xdist hands out whole files
+#: (``--dist loadfile``) in collection order when told ``--no-loadscope-reorder`` (the Makefile does);
+#: by default it hands out the files with the most tests first, and the one-test files of a whole round
+#: in the browser (80 s) and the Redis outage (77 s) came last, one process running alone at the end.
 LONG_FILES = {
-    "tests/contest/test_faults.py": 169,
-    "tests/browser/test_accessibility.py": 109,
-    "tests/browser/test_contest_flow.py": 91,
-    "tests/contest/test_demo.py": 90,
-    "tests/contest/test_redis_outage.py": 79,
-    "tests/scoring/test_interval_coverage.py": 61,
-    "tests/browser/test_every_page_policy.py": 57,
-    "tests/synth/test_empirical_audit.py": 51,
-    "tests/browser/test_phone.py": 48,
-    "tests/contest/test_connection_drops_under_load.py": 42,
-    "tests/web/test_system.py": 40,
-    "tests/contest/test_simulation.py": 40,
+    "tests/contest/test_faults.py": 144,
+    "tests/browser/test_accessibility.py": 103,
+    "tests/contest/test_demo.py": 85,
+    "tests/browser/test_contest_flow.py": 80,
+    "tests/contest/test_redis_outage.py": 77,
+    "tests/synth/test_empirical_audit.py": 59,
+    "tests/scoring/test_interval_coverage.py": 57,
+    "tests/browser/test_every_page_policy.py": 54,
+    "tests/browser/test_two_rounds.py": 48,
+    "tests/contest/test_simulation.py": 47,
+    "tests/browser/test_phone.py": 45,
+    "tests/contest/test_connection_drops_under_load.py": 40,
+    "tests/browser/test_console_messages.py": 34,
+    "tests/contest/test_edge.py": 29,
+    "tests/contest/test_permissions_urls.py": 29,
+    "tests/web/test_system.py": 29,
+    "tests/browser/test_accounts.py": 29,
+    "tests/contest/test_round_publishing.py": 28,
+    "tests/browser/test_upload_failures.py": 28,
+    "tests/web/test_leaderboard_csv_is_the_page.py": 28,
+    "tests/web/test_second_newcomer.py": 27,
+    "tests/browser/test_privacy_preview.py": 26,
+    "tests/synth/test_calibrate.py": 26,
+    "tests/synth/test_audit.py": 26,
 }
 
 
