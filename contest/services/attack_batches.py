@@ -118,7 +118,8 @@ def score_claimed(batch: list[Job], secrets: dict) -> None:
                 store_scored(scored)
                 scored = []
         except (*jobs.TRANSIENT_DATABASE_ERRORS, SoftTimeLimitExceeded):
-            jobs.release_claimed([job for job, _a, _o in scored] + batch[n + 1:] + [other],
+            unstored = [job for job, _a, _o in scored]  # ``other`` among them when its chunk's store failed
+            jobs.release_claimed(unstored + [job for job in batch[n:] if job not in unstored],
                                  say("retrying: the run of its batch stopped"))
             raise
         except Exception as exc:  # noqa: BLE001 - one attack's failure fails its own job, never the batch

@@ -187,3 +187,19 @@ def test_a_run_that_ends_with_attacks_queued_on_another_set_sends_a_message_for_
     with django_capture_on_commit_callbacks(execute=True):
         assert jobs.execute(_job(waiting).pk) == Job.SUCCEEDED
     assert attacks.sent == [_job(waiting).pk]                      # nothing left: no message more
+
+
+def test_a_database_error_while_a_chunk_is_stored_hands_each_unstored_job_back_once(
+        attacks, monkeypatch, django_capture_on_commit_callbacks):
+    """The store of the first chunk fails (a dropped connection): that chunk's jobs and the batch's rest go
+    back to the queue, each once and with one message, and the leader's own attack stays stored."""
+    from django.db import OperationalError
+    monkeypatch.setattr(attack_batches, "STORE_CHUNK", 3)
+    monkeypatch.setattr(attack_batches, "store_scored", lambda scored: (_ for _ in ()).throw(OperationalError("gone")))
+    attacks.sent.clear()
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(jobs.TransientJobError):
+        jobs.execute(_job(attacks[0]).pk)
+    handed_back = [_job(a).pk for a in attacks[1:]]
+    assert sorted(attacks.sent) == sorted(handed_back)  # one message each, none twice
+    assert {_job(a).status for a in attacks[1:]} == {Job.QUEUED}
+    assert Attack.objects.get(pk=attacks[0].pk).status != Attack.PENDING
