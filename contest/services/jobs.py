@@ -380,7 +380,7 @@ def claim_also(leader: Job, job_ids: list[int]) -> list[Job]:
     """Claim the queued jobs ``job_ids`` for the delivery that runs ``leader`` (they take its claim token), so
     that its handler does their work in the same run (attack scoring: ``contest.services.attack_batches``).
 
-    Each job keeps its own row, attempts and end: the handler finishes each with :func:`finish_claimed` or
+    Each job keeps its own row, attempts and end: the handler finishes each with :func:`finish_claimed_many` or
     :func:`fail_claimed`, or hands it back with :func:`release_claimed`; the leader's heartbeat stamps them
     all, and a dead worker's are queued again by the sweep, as any job. Only jobs still queued (with
     attempts left) are claimed, and on PostgreSQL none that another claimer holds locked (``SKIP LOCKED``).
@@ -399,17 +399,11 @@ def claim_also(leader: Job, job_ids: list[int]) -> list[Job]:
             and claimed[pk].status == Job.RUNNING]
 
 
-def finish_claimed(job: Job, message: str) -> bool:
-    """End a job of a batch (:func:`claim_also`) as succeeded with ``message``, if its claim still holds (the
-    sweep did not give it to another run meanwhile). In the caller's transaction, so the job's end commits
-    with its work. Returns whether it was this run's to finish."""
-    return job.pk in finish_claimed_many({job: message})
-
-
 def finish_claimed_many(messages: dict[Job, str]) -> set[int]:
-    """End the jobs of a batch whose claim still holds, each as succeeded with its own message, in two queries
-    (in the caller's transaction, as :func:`finish_claimed`); returns the ids of those ended. Their rows stay
-    locked to the end of that transaction, so the sweep cannot hand them to another run meanwhile."""
+    """End the jobs of a batch (:func:`claim_also`) whose claim still holds (the sweep did not give them to
+    another run meanwhile), each as succeeded with its own message, in the caller's transaction so that each
+    job's end commits with its work; returns the ids of those ended. Their rows stay locked to the end of
+    that transaction, so the sweep cannot hand them to another run meanwhile."""
     if not messages:
         return set()
     token = next(iter(messages)).claim
