@@ -28,6 +28,7 @@ from typing import Any
 
 from django.apps import apps
 from django.db import connection, models, transaction
+from django.db.models.fields import AutoFieldMixin
 from django.utils import timezone
 
 #: The states built so far in this test process: key -> :class:`Snapshot`.
@@ -46,6 +47,15 @@ class _Rows:
     model: type[models.Model]
     fields: list[models.Field]
     rows: list[tuple] = field(default_factory=list)
+
+    @property
+    def top(self) -> int | None:
+        """The highest id of the rows when the table's id comes from a sequence (an auto field), else None."""
+        pk = self.model._meta.pk
+        if not self.rows or not isinstance(pk, AutoFieldMixin):
+            return None
+        column = self.fields.index(pk)
+        return max(row[column] for row in self.rows)
 
     def insert(self, later: timedelta) -> None:
         """INSERT every row, each time ``later`` than it was built (see :meth:`Snapshot.restore`)."""
@@ -80,7 +90,25 @@ class Snapshot:
         later = timezone.now() - self.built_at
         for table in self.tables:  # foreign keys are checked at commit (deferred), so any order does
             table.insert(later)
+        _advance_sequences(self.tables)
         return _read_result(self.result)
+
+
+def _advance_sequences(tables: list[_Rows]) -> None:
+    """Move each PostgreSQL id sequence past the ids just inserted, so the test's own rows get new ids.
+
+    A sequence is not rolled back with the build's transaction, so it is normally past the copied ids
+    already; but a test that migrates a table away and back (tests/contest/test_storage.py) makes that
+    table's sequence anew, from 1, and the next restore's rows then held the ids the test's own inserts
+    were given next ("duplicate key value violates unique constraint", in whichever later test of the
+    process stored a file). SQLite gives max(id) + 1 by itself."""
+    tops = [(t.model._meta.db_table, t.model._meta.pk.column, t.top) for t in tables if t.top is not None]
+    if connection.vendor != "postgresql" or not tops:
+        return
+    moves = ", ".join("setval(pg_get_serial_sequence(%s, %s), GREATEST(%s, nextval(pg_get_serial_sequence(%s, %s))))"
+                      for _ in tops)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {moves}", [v for table, column, top in tops for v in (table, column, top, table, column)])
 
 
 def _copy_rows(model: type[models.Model]) -> _Rows:
