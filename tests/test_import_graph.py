@@ -120,29 +120,34 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-EDGES, UNEXPLAINED = _graph()
+@pytest.fixture(scope="module")
+def graph() -> tuple[dict[str, set[str]], list[str]]:
+    """:func:`_graph`, read when a test of this file runs: parsing every module takes about 2 s, which every
+    test process paid at collection while it was computed at import."""
+    return _graph()
 
 
-def test_the_graph_sees_the_imports_it_must_see():
+def test_the_graph_sees_the_imports_it_must_see(graph):
     """The checker is not vacuous: known edges are found, and a constructed circle is reported."""
-    assert {"scoring.vocabulary", "scoring.traces"} <= EDGES["scoring.scores"]
-    assert "scoring.algorithms.registry" in EDGES["scoring.algorithms.attacks"]
+    edges, _ = graph
+    assert {"scoring.vocabulary", "scoring.traces"} <= edges["scoring.scores"]
+    assert "scoring.algorithms.registry" in edges["scoring.algorithms.attacks"]
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
 @pytest.mark.parametrize("package", PACKAGES)
-def test_no_import_circle(package):
-    circles = [c for c in _circles(EDGES) if c[0].split(".")[0] == package]
+def test_no_import_circle(package, graph):
+    circles = [c for c in _circles(graph[0]) if c[0].split(".")[0] == package]
     assert not circles, f"import circles in {package}: {circles}"
 
 
 @pytest.mark.parametrize("package", PACKAGES)
-def test_imports_inside_functions_say_why(package):
-    found = [line for line in UNEXPLAINED if line.startswith(f"{package}/")]
+def test_imports_inside_functions_say_why(package, graph):
+    found = [line for line in graph[1] if line.startswith(f"{package}/")]
     assert not found, "imports inside functions without '# local: <reason>':\n" + "\n".join(found)
 
 
-def test_imports_point_one_way():
-    wrong = sorted(f"{m} imports {t}" for m, targets in EDGES.items() for t in targets
+def test_imports_point_one_way(graph):
+    wrong = sorted(f"{m} imports {t}" for m, targets in graph[0].items() for t in targets
                    if t.split(".")[0] not in MAY_IMPORT[m.split(".")[0]])
     assert not wrong, wrong

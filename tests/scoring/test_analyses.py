@@ -10,7 +10,12 @@ from scoring import analyses as an
 from scoring.grid import Grid
 from scoring.traces import AnonymizedTraces, SetTable, Traces
 
-ot = pytest.importorskip("ot")
+
+@pytest.fixture(scope="module")
+def ot():
+    """POT, the reference library these tests compare with, imported when one of them runs: it loads
+    scipy.stats (about 1 s), which every test process paid at collection while it was imported here."""
+    return pytest.importorskip("ot")
 
 
 def line_grid(n):
@@ -118,14 +123,14 @@ def test_sliced_w1_exact_1d(p, q, w1):
         pytest.approx(w1 * math.cos(phi), abs=1e-14)
 
 
-def test_projections_are_pots():
+def test_projections_are_pots(ot):
     for seed in (0, 1, 42):
         np.testing.assert_array_equal(an.random_projections(50, seed),
                                       ot.sliced.get_random_projections(2, 50, seed=seed))
 
 
 @pytest.mark.parametrize("method", ["dense", "sparse", "auto"])
-def test_sliced_w1_matches_pot_per_row(method):
+def test_sliced_w1_matches_pot_per_row(method, ot):
     grid = Grid()   # 32 x 32
     rng = np.random.default_rng(3)
     X = grid.xy.astype(float)
@@ -146,7 +151,7 @@ def test_sliced_w1_matches_pot_per_row(method):
         assert got[0] == 0.0
 
 
-def test_tm_emd_matches_pot_on_traces():
+def test_tm_emd_matches_pot_on_traces(ot):
     grid = Grid(nx=6, ny=5, min_x=139.0, max_x=139.06, min_y=35.0, max_y=35.05, hospitals=())
     rng = np.random.default_rng(11)
     o = Traces(np.arange(1, 31), np.arange(1, 13), rng.integers(0, grid.M, (30, 12)).astype(np.int32))
