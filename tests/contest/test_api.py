@@ -215,9 +215,7 @@ class _ApiFlow:
         assert Job.objects.get(kind="rescore").status == "succeeded"
 
 
-
-
-
+@pytest.mark.slow  # trains and generates a round: make test runs it, make check does not
 def test_generate_endpoint(make_contest, django_capture_on_commit_callbacks):
     contest = make_contest()
     rnd = contest.rounds.get()

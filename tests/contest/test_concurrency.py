@@ -49,6 +49,7 @@ def contest_generated():
     app.conf.task_always_eager = True
 
 
+@pytest.mark.slow  # twenty threads' real transactions: make test runs it, make check does not
 def test_twenty_simultaneous_anonymized_uploads_respect_the_limit(contest_generated, monkeypatch):
     monkeypatch.setattr("contest.services.jobs.send", lambda job: None)
     ds = Dataset.objects.get(round__contest=contest_generated, number=1, challenge=1)
@@ -62,6 +63,7 @@ def test_twenty_simultaneous_anonymized_uploads_respect_the_limit(contest_genera
     assert seqs == list(range(1, 11))
 
 
+@pytest.mark.slow  # twenty threads' real transactions: make test runs it, make check does not
 def test_twenty_simultaneous_attacks_respect_two_per_target(contest_generated, monkeypatch):
     monkeypatch.setattr("contest.services.jobs.send", lambda job: None)
     contest = contest_generated

@@ -56,6 +56,7 @@ def computed(monkeypatch):
     return calls
 
 
+@pytest.mark.slow  # recomputes a played round's results whole: make test runs it, make check does not
 def test_the_results_combine_stored_parts_and_equal_a_full_recomputation(played, computed,
                                                                           django_capture_on_commit_callbacks):
     contest = played

@@ -50,6 +50,7 @@ def test_ppmtf_generation_small(make_contest):
     assert "PPMTF" in Dataset.objects.filter(round=rnd).first().generator
 
 
+@pytest.mark.slow  # each synthesizer trains and generates a round: make test runs it, make check does not
 @pytest.mark.parametrize("method, params, generator", [
     ("sglt", {"train_users": 40, "train_days": 3, "clusters": 6, "options": {"max_tries": 3}}, "SGLT"),
     ("coloc", {"train_users": 40, "train_days": 3, "eps1": 5.0, "min_meetings": 1, "mechanism": "wavelet",

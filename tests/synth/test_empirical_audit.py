@@ -98,6 +98,7 @@ def test_contest_grid_audit_holds_and_catches_both_defects(monkeypatch):
     assert not exact.holds and not halved.holds and halved.eps_lower > 1.3
 
 
+@pytest.mark.slow  # an empirical audit through the command line: make test runs it, make check does not
 def test_the_command_prints_the_bound_beside_the_declared_epsilon(capsys):
     from synth.cli import main
     assert main(["audit", "--empirical", "--users", "80", "--trials", "1000"]) == 0

@@ -292,6 +292,7 @@ def test_console_says_why_a_contest_cannot_be_created(db, client_for, monkeypatc
     assert "The contest could not be created: contest.slug: a contest with slug &#x27;cup&#x27; already exists" in _html(r)
 
 
+@pytest.mark.slow  # a whole round from the console's form: make test runs it, make check does not
 def test_console_creates_contest_by_form_and_runs_it(db, client_for, django_capture_on_commit_callbacks):
     from django.contrib.auth import get_user_model
     get_user_model().objects.create_user("boss", password="x-very-long-pass", is_staff=True)
