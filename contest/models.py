@@ -688,7 +688,8 @@ class Job(models.Model):
         # finished_at: the newest end of a job is part of the page cache's state stamp (contest.web.page_cache).
         # team, started_at: when a worker last served the team, the claim's order (jobs.claim_next).
         indexes = [models.Index(fields=["status", "heartbeat_at"]), models.Index(fields=["status", "sent_at"]),
-                   models.Index(fields=["finished_at"]), models.Index(fields=["team", "started_at"])]
+                   models.Index(fields=["finished_at"]), models.Index(fields=["team", "started_at"]),
+                   models.Index(fields=["team", "finished_at"])]
 
     def __str__(self):
         return f"job {self.pk} {self.kind} {self.status}"
@@ -727,6 +728,9 @@ class AuditLog(AppendOnlyModel):
 
     contest = models.ForeignKey(Contest, null=True, blank=True, on_delete=models.PROTECT, related_name="audit")
     actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    #: The team whose own action this is (an upload, an attack, a final set chosen): its entry changes that
+    #: team's pages only (``contest.services.site_state.team_stamp``). None for every other entry.
+    team = models.ForeignKey("Team", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     action = models.CharField(max_length=60)
     object_type = models.CharField(max_length=60, blank=True)
     object_id = models.CharField(max_length=60, blank=True)
@@ -737,6 +741,7 @@ class AuditLog(AppendOnlyModel):
 
     class Meta:
         ordering = ["id"]
+        indexes = [models.Index(fields=["team", "id"])]
 
     def __str__(self):
         return f"{self.action} {self.object_type} {self.object_id}".rstrip()

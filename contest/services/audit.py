@@ -51,14 +51,16 @@ def action_label(action: str) -> str:
     return ACTION_LABELS.get(action, action)
 
 
-def record(action: str, *, contest=None, actor=None, obj=None, **details) -> AuditLog:
-    """Append one entry; ``obj`` (any model instance) is recorded by type and id."""
+def record(action: str, *, contest=None, actor=None, obj=None, for_team=None, **details) -> AuditLog:
+    """Append one entry; ``obj`` (any model instance) is recorded by type and id. ``for_team``: the team whose
+    own action this is (its upload, attack or choice of a final set; a Team or its id), whose pages alone it changes; None
+    for any other entry, which changes every page (the organizers', the judge's, a team's membership)."""
     if actor is not None and not getattr(actor, "is_authenticated", False):
         actor = None
     entry = AuditLog.objects.create(
-        contest=contest, actor=actor, action=action,
+        contest=contest, actor=actor, team_id=getattr(for_team, "pk", for_team), action=action,
         object_type=type(obj).__name__ if obj is not None else "",
         object_id=str(obj.pk) if obj is not None else "",
         details=details)
-    site_state.changed()  # pages show what was done at their next load
+    site_state.changed(entry.team_id)  # pages show what was done at their next load
     return entry

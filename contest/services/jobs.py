@@ -252,7 +252,7 @@ def execute(job_id: int, *, pick: bool | None = None) -> str:
         return Job.FAILED
     _update_despite_drops(mine, status=Job.SUCCEEDED, progress=1.0, finished_at=timezone.now(),
                           message=(message or say("done"))[:300], heartbeat_at=timezone.now())
-    site_state.changed()  # a job's end is part of the pages' stamp
+    site_state.changed(job.team_id)  # a job's end is part of the pages' stamp (its team's)
     return Job.SUCCEEDED
 
 
@@ -414,6 +414,8 @@ def finish_claimed_many(messages: dict[Job, str]) -> set[int]:
         Job.objects.filter(pk__in=ours).update(status=Job.SUCCEEDED, progress=1.0, finished_at=now, heartbeat_at=now)
         Job.objects.bulk_update([Job(pk=job.pk, message=message[:300]) for job, message in messages.items()
                                  if job.pk in ours], ["message"])  # one field: bulk_update's CASE per row is dear
+    if ours:
+        site_state.changed(*{job.team_id for job in messages if job.pk in ours})
     return ours
 
 
@@ -514,7 +516,7 @@ def _fail(job: Job, exc: BaseException, token: str, message: str = "") -> None:
     Job.objects.filter(pk=job.pk, claim=token).update(
         status=Job.FAILED, finished_at=timezone.now(), message=(message or say("failed: %(reason)s", reason=exc))[:300],
         error="".join(traceback.format_exception(exc))[-8000:])
-    site_state.changed()
+    site_state.changed(job.team_id)
 
 
 def requeue_stalled(now=None) -> dict:
@@ -538,9 +540,11 @@ def requeue_stalled(now=None) -> dict:
     now = now or timezone.now()
     stale = stale_after()
     requeued = failed = sent = 0
+    failed_teams = set()
     for job in Job.objects.filter(status=Job.RUNNING, heartbeat_at__lt=now - stale):
         gone = Job.objects.filter(pk=job.pk, status=Job.RUNNING, claim=job.claim, heartbeat_at__lt=now - stale)
         if job.attempts >= settings.TRACECUP_JOB_MAX_ATTEMPTS:
+            failed_teams.add(job.team_id)
             failed += gone.update(
                 status=Job.FAILED, finished_at=now, message=say("failed: the worker stopped on every attempt"),
                 error=f"no heartbeat for more than {stale} on attempt {job.attempts} of "
@@ -550,7 +554,7 @@ def requeue_stalled(now=None) -> dict:
                                              attempt=job.attempts + 1, attempts=settings.TRACECUP_JOB_MAX_ATTEMPTS)):
             requeued += 1
     if failed:
-        site_state.changed()
+        site_state.changed(*failed_teams)
     limit = timedelta(seconds=settings.TRACECUP_JOB_TIME_LIMIT)
     restarted = broker_started_at()
     for job in Job.objects.filter(status=Job.QUEUED, created_at__lt=now - OUTBOX_GRACE).only("pk", "kind", "sent_at",

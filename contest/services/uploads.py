@@ -274,7 +274,7 @@ def _store_anonymized_set(user, dataset: Dataset, content, name: str, now, key: 
         stored = storage.store_upload(content, name, user=user)
         aset = AnonymizedSet.objects.create(dataset=dataset, team=dataset.team, seq=seq, file=stored,
                                             uploaded_by=user, created_at=checked_at, request_key=key)
-        audit.record("upload_anonymized", contest=contest, actor=user, obj=aset,
+        audit.record("upload_anonymized", contest=contest, actor=user, obj=aset, for_team=dataset.team,
                      dataset=dataset.label, round=dataset.round.number, seq=seq, sha256=stored.sha256)
         jobs.create_job(job_kinds.SCORE_ANONYMIZED, contest=contest, user=user, for_team=dataset.team, anonymized_set_id=aset.pk)
     return aset
@@ -383,7 +383,7 @@ def select_anonymized_set(*, user, aset: AnonymizedSet, now=None) -> AnonymizedS
         Dataset.objects.select_for_update().get(pk=aset.dataset_id)
         AnonymizedSet.objects.filter(dataset=aset.dataset_id).exclude(pk=aset.pk).update(selected=False)
         AnonymizedSet.objects.filter(pk=aset.pk).update(selected=True)
-        audit.record("select_anonymized", contest=aset.dataset.round.contest, actor=user, obj=aset,
+        audit.record("select_anonymized", contest=aset.dataset.round.contest, actor=user, obj=aset, for_team=aset.team_id,
                      dataset=aset.dataset.label, seq=aset.seq)
         # the final set always gets its preview, also one chosen after a newer upload superseded it
         if (aset.status == AnonymizedSet.VALID and not PrivacyPreview.objects.filter(anonymized_set=aset).exists()
@@ -432,7 +432,7 @@ def _store_attack(user, attacker: Team, target: PublicSet, kind: str, content, n
         stored = storage.store_upload(content, name, user=user)
         attack = Attack.objects.create(attacker=attacker, target=target, kind=kind, seq=seq, file=stored,
                                        uploaded_by=user, created_at=checked_at, request_key=key)
-        audit.record("upload_attack", contest=contest, actor=user, obj=attack, kind=kind,
+        audit.record("upload_attack", contest=contest, actor=user, obj=attack, for_team=attacker, kind=kind,
                      target=target.dataset.label, round=round_.number, seq=seq, sha256=stored.sha256)
         # A queued scoring job of the same target scores this one too when it runs (its run claims the
         # target's queued attacks, contest.services.attack_batches): that job's message carries this one,

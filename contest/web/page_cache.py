@@ -4,7 +4,8 @@
 normalized ``round`` parameter), the page language, the viewer (nobody, or the
 dashboard's session and CSRF cookie, hashed) and the site's state stamp (the
 newest audit-log entry, the newest end of a background job and the clock bucket
-of ``TRACECUP_PAGE_CACHE_SECONDS``; :mod:`contest.services.site_state`). Each page's
+of ``TRACECUP_PAGE_CACHE_SECONDS``; :mod:`contest.services.site_state`; for the team
+dashboard, the stamp of the team it shows: :func:`per_session`). Each page's
 buckets turn at their own moment within those seconds (:func:`turn_offset`).
 
 What this caches: a published contest's public pages (home, overview, rules,
@@ -158,7 +159,7 @@ def anonymous(request) -> bool:
     return True
 
 
-def per_session(view):
+def per_session(view=None, *, team_of=None):
     """Cache a signed-in page (the team dashboard) for the session that rendered it (module docstring).
 
     The page holds that visitor's name and CSRF token, so its viewer part is the
@@ -168,7 +169,17 @@ def per_session(view):
     known CSRF cookie with every page only to renew its year-long expiry, which a
     stored page skips), nor one with flash messages. ``Cache-Control: private``
     keeps shared caches (a proxy, a CDN) from keeping it for anyone else.
+
+    ``team_of(request, *args, **kwargs)``: the id of the team whose state the page shows (with nobody's
+    team's), or None. The page is then kept until that team's stamp changes (``site_state.team_stamp``),
+    not the whole site's, so another team's upload or score does not outdate it. A hit makes no query:
+    the team a viewer's page showed is remembered beside it (:data:`TEAM_REMEMBERED_SECONDS`), and
+    ``team_of`` is asked again before each rendering, so a visitor who changed teams (an entry of
+    nobody's team, which outdates the page) gets the new team's page, kept by the new team's stamp.
     """
+    if view is None:
+        return functools.partial(per_session, team_of=team_of)
+
     @functools.wraps(view)
     def wrapper(request, *args, **kwargs):
         response = cached_for_session(request, *args, **kwargs)
@@ -182,22 +193,33 @@ def per_session(view):
             return view(request, *args, **kwargs)
         csrf_secret = request.COOKIES.get(settings.CSRF_COOKIE_NAME)
         viewer = hashlib.sha256(f"{session}:{csrf_secret or ''}".encode()).hexdigest()
-        key = page_key(request, seconds, translation.get_language(), viewer)
+        language = translation.get_language()
+        shown_before = f"page-team:{viewer}:{request.path}"
+        team = cache.get(shown_before) if team_of is not None else None
+        key = page_key(request, seconds, language, viewer, team)
         stored = cache.get(key)
         if stored is not None:
             return _replay(stored)
+        if team_of is not None:  # the stamp is read before the rendering, so the page is at least as new
+            team = team_of(request, *args, **kwargs)
+            key = page_key(request, seconds, language, viewer, team)
         response = view(request, *args, **kwargs)
         new_secret = "CSRF_COOKIE" in request.META and request.META["CSRF_COOKIE"] != csrf_secret
-        if not new_secret:
-            _store(key, request, response, seconds)
+        if not new_secret and _store(key, request, response, seconds) is not None and team is not None:
+            cache.set(shown_before, team, TEAM_REMEMBERED_SECONDS)
         return response
     return wrapper
 
 
-def page_key(request, seconds: int, language: str, viewer: str = "") -> str:
-    """The cache key of a page: its address, the language, the viewer ("" for nobody) and the state stamp."""
+#: How long the team whose state a viewer's page showed is remembered (:func:`per_session`'s ``team_of``).
+TEAM_REMEMBERED_SECONDS = 3600
+
+
+def page_key(request, seconds: int, language: str, viewer: str = "", team: int | None = None) -> str:
+    """The cache key of a page: its address, the language, the viewer ("" for nobody) and the state stamp
+    (the site's, or team ``team``'s: :func:`per_session`)."""
     page = f"{language}:{viewer}:{page_address(request)}"
-    return f"page:{state(seconds, page)}:{page}"
+    return f"page:{state(seconds, page, team)}:{page}"
 
 
 def page_address(request) -> str:
@@ -209,10 +231,12 @@ def page_address(request) -> str:
     return f"{request.path}?round={value if value == 'total' else int(value)}"
 
 
-def state(seconds: int, page: str = "") -> str:
+def state(seconds: int, page: str = "", team: int | None = None) -> str:
     """The site's state stamp (:func:`contest.services.site_state.stamp`: the newest audit entry and the
-    newest end of a job) and ``page``'s clock bucket of ``seconds`` (:func:`turn_offset`)."""
-    return f"{site_state.stamp()}:{int((time.time() + turn_offset(seconds, page)) // seconds)}"
+    newest end of a job), or team ``team``'s (``site_state.team_stamp``), and ``page``'s clock bucket of
+    ``seconds`` (:func:`turn_offset`)."""
+    stamp = site_state.stamp() if team is None else f"t{team}:{site_state.team_stamp(team)}"
+    return f"{stamp}:{int((time.time() + turn_offset(seconds, page)) // seconds)}"
 
 
 def turn_offset(seconds: int, page: str) -> float:

@@ -288,8 +288,14 @@ def history_csv(request, slug):
                          "selected", "s_u", "attack_score", "file_name", "sha256"], rows)
 
 
+def _dashboard_team(request, slug) -> int | None:
+    """The id of the team whose dashboard ``request``'s user is shown (``page_cache.per_session``'s ``team_of``)."""
+    team = permissions.team_of(request.user, get_contest(slug))
+    return team.pk if team is not None else None
+
+
 @login_required
-@page_cache.per_session
+@page_cache.per_session(team_of=_dashboard_team)
 def dashboard(request, slug):
     """The team's page for one round at a time (round tabs, as on the public results pages).
 

@@ -341,16 +341,69 @@ def test_recording_an_audit_entry_or_ending_a_job_deletes_the_stamp_now_and_at_c
     from django.core.cache import cache
 
     from contest.services import audit, jobs, site_state
-    site_state.stamp()
-    with django_capture_on_commit_callbacks() as at_commit:
-        audit.record("test-action", contest=closed)
-    assert cache.get(site_state.KEY) is None and site_state._forget in at_commit
+    def deleted_now_and_at_commit(change, *keys):
+        for key in keys:
+            cache.set(key, "read before the change")
+        with django_capture_on_commit_callbacks() as at_commit:
+            change()
+            assert all(cache.get(key) is None for key in keys)
+            for key in keys:  # a page load between the change and its commit read the stamp and kept it
+                cache.set(key, "read before the commit")
+        for callback in at_commit:
+            callback()
+        assert all(cache.get(key) is None for key in keys)
+
+    alpha = closed.teams.get(number=1)
+    deleted_now_and_at_commit(lambda: audit.record("test-action", contest=closed), site_state.KEY, site_state.SHARED_KEY)
+    deleted_now_and_at_commit(lambda: audit.record("test-action", contest=closed, for_team=alpha),
+                              site_state.KEY, site_state.team_key(alpha.pk))
     assert site_state.stamp() == site_state.read()
-    job = jobs.create_job("score_attack", contest=closed, dispatch=False, attack_id=0)
-    site_state.stamp()
-    with django_capture_on_commit_callbacks() as at_commit:
-        jobs.execute(job.pk)  # fails (no such attack): a failed job has ended too
-    assert cache.get(site_state.KEY) is None and site_state._forget in at_commit
+    job = jobs.create_job("score_attack", contest=closed, dispatch=False, for_team=alpha, attack_id=0)
+    # fails (no such attack): a failed job has ended too
+    deleted_now_and_at_commit(lambda: jobs.execute(job.pk), site_state.KEY, site_state.team_key(alpha.pk))
+
+
+def test_another_teams_upload_and_score_leave_a_dashboard_stored_which_its_own_and_the_organizers_outdate(
+        generated, client, client_for, django_capture_on_commit_callbacks):
+    """A team's dashboard is kept by its team's stamp: in a deadline's last minute other teams' uploads and
+    scores come every moment and do not change it; its own do, and so does nobody's team's (an announcement),
+    and a visitor who changed teams gets the new team's page, kept by the new team's stamp."""
+    from contest.services import announcements
+    url, public = f"/c/{generated.slug}/team/", f"/c/{generated.slug}/"
+    alpha, beta = generated.teams.get(number=1), generated.teams.get(number=2)
+
+    def upload(username, team):
+        ds = Dataset.objects.get(round__contest=generated, team=team, challenge=1)
+        with django_capture_on_commit_callbacks(execute=True):  # stored, then scored by the worker
+            return uploads.submit_anonymized_set(user=user(username), dataset=ds,
+                                                 content=anonymize_csv(ds, "A1-none", seed=1), name="a.csv")
+
+    page = client_for("alpha1")
+    page.get(url)  # the CSRF cookie is made
+    assert page.get(url)["X-Page-Cache"] == "miss" and page.get(url)["X-Page-Cache"] == "hit"
+    client.get(public)
+    theirs = upload("beta1", beta)
+    assert AuditLog.objects.get(action="upload_anonymized", object_id=str(theirs.pk)).team == beta
+    assert client.get(public)["X-Page-Cache"] == "miss"  # the site's stamp moved
+    assert page.get(url)["X-Page-Cache"] == "hit"        # alpha's did not
+    ours = upload("alpha1", alpha)
+    mine = page.get(url)
+    assert mine["X-Page-Cache"] == "miss" and f"/team/uploads/{ours.pk}/" in mine.content.decode()
+    assert page.get(url)["X-Page-Cache"] == "hit"
+    announcements.announce(generated, title="Deadline moved", body="by an hour", email=False)
+    told = page.get(url)
+    assert told["X-Page-Cache"] == "miss" and "Deadline moved" in told.content.decode()
+
+    moved = client_for("alpha2")
+    moved.get(url)
+    assert moved.get(url)["X-Page-Cache"] == "miss" and moved.get(url)["X-Page-Cache"] == "hit"
+    teams.remove_member(alpha, user("alpha2"))
+    teams.join_team(user("alpha2"), beta.invitation_code)
+    now_beta = moved.get(url)
+    assert now_beta["X-Page-Cache"] == "miss" and f"/team/uploads/{theirs.pk}/" in now_beta.content.decode()
+    assert moved.get(url)["X-Page-Cache"] == "hit"
+    upload("beta1", beta)
+    assert moved.get(url)["X-Page-Cache"] == "miss"  # kept by Beta's stamp now
 
 
 def test_a_made_up_session_cookie_or_api_token_is_an_anonymous_visitor(closed, settings, client_for):
