@@ -104,8 +104,7 @@ def score_claimed(batch: list[Job], secrets: dict) -> None:
     time, each with its job's end in the same transaction (:func:`store_scored`); ``secrets``: the target's,
     shared (``uploads.attack_outcome``). One attack's failure fails its own job; a database error or the time
     limit hands back every job not yet stored."""
-    attacks = Attack.objects.select_related(*uploads.ATTACK_SCORING_RELATED).in_bulk(
-        [job.args["attack_id"] for job in batch])
+    attacks = uploads.attacks_to_score([job.args["attack_id"] for job in batch])
     scored: list[tuple[Job, Attack, dict | None]] = []
     for n, other in enumerate(batch):
         try:

@@ -35,7 +35,7 @@ from contest.celery import app as celery_app
 from contest.job_kinds import BY_QUEUE, KINDS, QUEUE_OF, rank
 from contest.models import Job
 from contest.queues import DEFAULT_QUEUE
-from contest.services import audit, site_state
+from contest.services import audit, rows, site_state
 from contest.services.errors import ServiceError
 from contest.services.job_messages import say
 
@@ -412,8 +412,7 @@ def finish_claimed_many(messages: dict[Job, str]) -> set[int]:
                                                           status=Job.RUNNING).values_list("pk", flat=True))
         now = timezone.now()
         Job.objects.filter(pk__in=ours).update(status=Job.SUCCEEDED, progress=1.0, finished_at=now, heartbeat_at=now)
-        Job.objects.bulk_update([Job(pk=job.pk, message=message[:300]) for job, message in messages.items()
-                                 if job.pk in ours], ["message"])  # one field: bulk_update's CASE per row is dear
+        rows.update_each(Job, "message", {job.pk: message[:300] for job, message in messages.items() if job.pk in ours})
     if ours:
         site_state.changed(*{job.team_id for job in messages if job.pk in ours})
     return ours

@@ -37,7 +37,7 @@ from django.utils.translation import gettext
 
 from contest import job_kinds, permissions
 from contest.models import AnonymizedSet, Attack, Dataset, Job, Phase, PrivacyPreview, PublicSet, Score, Team
-from contest.services import audit, data, figures, jobs, storage
+from contest.services import audit, data, figures, jobs, rows, storage
 from contest.services.errors import ServiceError
 from contest.services.job_messages import say
 from contest.upload_rule import contest_upload_limit, too_large_message
@@ -471,6 +471,19 @@ def score_attack(attack: Attack, *, force: bool = False, secrets: dict | None = 
 ATTACK_SCORING_RELATED = ("target__dataset__round__contest", "target__ptable", "target__dataset__original", "file")
 
 
+def attacks_to_score(ids) -> dict[int, Attack]:
+    """The attacks ``ids`` (id -> attack) with what scoring reads (:data:`ATTACK_SCORING_RELATED`): each with its
+    file, and each target set with its data set, round, contest, ID table and original traces read once for
+    all its attacks. A batch's attacks share one target: joined to every attack row, the target's rows took
+    longer to read than the batch's scoring (the contest's JSON parameters decoded once per attack)."""
+    attacks = Attack.objects.select_related("file").in_bulk(ids)
+    targets = PublicSet.objects.select_related(*(r.removeprefix("target__") for r in ATTACK_SCORING_RELATED
+                                                 if r.startswith("target__"))).in_bulk({a.target_id for a in attacks.values()})
+    for attack in attacks.values():
+        attack.target = targets[attack.target_id]
+    return attacks
+
+
 def attack_outcome(attack: Attack, secrets: dict) -> dict:
     """What scoring ``attack`` (selected with :data:`ATTACK_SCORING_RELATED`) stores: the attack row's fields,
     and for a readable file its score's per-user parts (``per_user``). The judge's work, no write.
@@ -511,8 +524,8 @@ def store_attack_outcomes(outcomes: list[tuple[Attack, dict]], *, force: bool = 
     if not outcomes:
         return set()
     with transaction.atomic(savepoint=False):
-        rows = Attack.objects.select_for_update().filter(pk__in=[a.pk for a, _o in outcomes])
-        stored = set((rows if force else rows.filter(status=Attack.PENDING)).values_list("pk", flat=True))
+        locked = Attack.objects.select_for_update().filter(pk__in=[a.pk for a, _o in outcomes])
+        stored = set((locked if force else locked.filter(status=Attack.PENDING)).values_list("pk", flat=True))
         now, alike, scores = timezone.now(), {}, []
         for attack, outcome in outcomes:
             if attack.pk not in stored:
@@ -520,7 +533,7 @@ def store_attack_outcomes(outcomes: list[tuple[Attack, dict]], *, force: bool = 
             fields = dict(outcome)
             per_user = fields.pop("per_user", None)
             # one UPDATE per set of equal fields but the score (the valid ones all alike), and one for the
-            # scores: Django's bulk_update builds a CASE per row and field, more work than scoring a small attack
+            # scores (rows.update_each: Django's bulk_update cost more than scoring a small attack)
             score = fields.pop("score")
             key = json.dumps(fields, sort_keys=True, default=str)
             alike.setdefault(key, (fields, []))[1].append(Attack(pk=attack.pk, score=score))
@@ -529,7 +542,7 @@ def store_attack_outcomes(outcomes: list[tuple[Attack, dict]], *, force: bool = 
                                     value=score, attack_id=attack.pk, per_user=per_user))
         for fields, rows_ in alike.values():
             Attack.objects.filter(pk__in=[a.pk for a in rows_]).update(scored_at=now, **fields)
-        Attack.objects.bulk_update([a for _fields, rows_ in alike.values() for a in rows_], ["score"])
+        rows.update_each(Attack, "score", {a.pk: a.score for _fields, same in alike.values() for a in same})
         if force:  # a pending attack has no score yet: only a re-score retires one
             Score.objects.filter(attack__in=[s.attack_id for s in scores], current=True).update(current=False)
         Score.objects.bulk_create(scores)
