@@ -24,7 +24,7 @@ actions and jobs (its uploads, attacks and choices, audited with the team; their
 jobs of the team) and everything that is nobody's team (the organizers' and the judge's actions and jobs:
 a phase closed, an announcement, the attack material). Another team's upload or score does not, and in
 the last minute before a deadline those come every fraction of a second: with the site's stamp every
-dashboard was rendered again at nearly every load (issue 37's surge). So a team's stamp is the newest
+dashboard was rendered again at nearly every load (make bench-surge). So a team's stamp is the newest
 entry and job end of that team with the newest of nobody's team, each read kept for the same second and
 deleted when such an entry or job end is made. What the page shows of other teams' work, the place of a
 queued upload in the teams' queue, is as old as the page's clock bucket at most; the card's live part,
