@@ -28,7 +28,13 @@ def test_every_marked_string_of_the_code_has_a_translation(tmp_path):
         import update
     finally:
         sys.path.pop(0)
+    folders = [d for d in (ROOT / "templates").rglob("*") if d.is_dir()] + [ROOT / "templates"]
+    touched = {d: d.stat().st_mtime_ns for d in folders}
     collected = update.extract(tmp_path).read_text(encoding="utf-8")
+    # makemessages writes a Python rendering of each template beside it for a moment: never in the project's
+    # own folders, where another test process walking the tree found the file and then could not read it
+    # (a file made and removed in a folder changes the folder's modification time)
+    assert {d: d.stat().st_mtime_ns for d in folders} == touched
     missing = [b for b in _blocks(collected)
                if re.search(r'^msgstr(\[0\])? ""$', b, re.M) or "#, fuzzy" in b]
     assert not missing, "untranslated (run contest/web/locale/update.py and translate):\n" + "\n\n".join(missing[:5])

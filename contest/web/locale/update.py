@@ -39,7 +39,10 @@ def extract(work: Path) -> Path:
     """Collect every translatable string into a copy of the catalog under ``work`` (the committed one
     is not touched) and return that copy's path; ``tests/web/test_translations.py`` reads it."""
     (work / "web").symlink_to(ROOT / "contest" / "web")
-    (work / "templates").symlink_to(ROOT / "templates")
+    # copied, not linked: makemessages writes each template's Python rendering (``400.html.py``) beside it,
+    # which through a link landed in the project's own templates/ for a moment, where another test process
+    # walking the tree found it and then could not read it
+    shutil.copytree(ROOT / "templates", work / "templates")
     (work / "services").symlink_to(ROOT / "contest" / "services")  # award titles (gettext_noop)
     (work / "site").mkdir()  # messages made before a view runs (the 413 of the size cap)
     (work / "site" / "upload_limits.py").symlink_to(ROOT / "contest" / "upload_limits.py")
