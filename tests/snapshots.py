@@ -21,6 +21,7 @@ module's own state, the module (``request.module.__name__``).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -48,9 +49,10 @@ class _Rows:
     fields: list[models.Field]
     rows: list[tuple] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def top(self) -> int | None:
-        """The highest id of the rows when the table's id comes from a sequence (an auto field), else None."""
+        """The highest id of the rows when the table's id comes from a sequence (an auto field), else None;
+        found once, since the copied rows never change."""
         pk = self.model._meta.pk
         if not self.rows or not isinstance(pk, AutoFieldMixin):
             return None
