@@ -158,6 +158,18 @@ def fast_passwords(settings):
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    """Each test starts in the site's default language. Django's LocaleMiddleware activates the language of
+    each request it serves in the serving thread and leaves it there, so without this a test after one that
+    fetched a Japanese page would read Japanese messages, depending on which tests a process ran before."""
+    from django.conf import settings
+    from django.utils import translation
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)
+
+
+@pytest.fixture(autouse=True)
 def _empty_cache():
     """Each test starts with an empty cache (the page cache, the state stamp and the render limits live in it)."""
     from django.core.cache import cache

@@ -74,3 +74,18 @@ def test_every_string_the_page_script_shows_comes_from_the_catalog():
     script = (ROOT / "static" / "js" / "tracecup.js").read_text(encoding="utf-8")
     keys = set(re.findall(r'\bt\("([a-z_]+)"', script))
     assert keys and not keys - set(js_strings()), sorted(keys - set(js_strings()))
+
+
+@pytest.mark.django_db
+def test_a_japanese_page_leaves_the_next_test_in_english_first(client):
+    """The first half: a request in Japanese, which Django's LocaleMiddleware serves by activating Japanese
+    in this thread and leaving it there."""
+    assert client.get("/", HTTP_ACCEPT_LANGUAGE="ja").status_code == 200
+    assert translation.get_language() == "ja"
+
+
+def test_a_japanese_page_leaves_the_next_test_in_english_second():
+    """The second half (the same process, the next test of the file): a test begins in the site's default
+    language whatever an earlier test fetched (tests/conftest.py), so a refusal's message is English."""
+    from django.conf import settings
+    assert translation.get_language() == settings.LANGUAGE_CODE == "en"
