@@ -406,14 +406,18 @@ def test_another_teams_upload_and_score_leave_a_dashboard_stored_which_its_own_a
     assert moved.get(url)["X-Page-Cache"] == "miss"  # kept by Beta's stamp now
 
 
-def test_a_made_up_session_cookie_or_api_token_is_an_anonymous_visitor(closed, settings, client_for):
+def test_a_made_up_session_cookie_or_api_token_is_an_anonymous_visitor(closed, settings, client_for, monkeypatch):
     """A client sending a random ``sessionid`` (and messages cookie, and ``Authorization: Token``) on every
     request is served the stored page and is held to the anonymous render limit: counted by the cookie's
-    presence, it skipped both and cut everyone's throughput fivefold."""
+    presence, it skipped both and cut everyone's throughput fivefold. The limit counts in the clock's minutes,
+    so the test's clock stands still inside one (a slow run straddled a real minute's turn and saw a 200
+    among the 429s)."""
     import secrets
+    import types
 
     from django.test import Client
     settings.TRACECUP_PAGE_RENDERS_PER_MINUTE = 10
+    monkeypatch.setattr(page_cache, "time", types.SimpleNamespace(time=lambda: 29_000_000 * 60 + 30.0))
     url = f"/c/{closed.slug}/leaderboard/"
 
     def forger():
