@@ -65,7 +65,7 @@ import numpy as np
 from scoring.grid import Grid, TimeAxis
 from scoring.io import write_traces
 from scoring.traces import Traces
-from synth.common import km_between
+from synth.common import point_distances
 
 #: POI categories, in the order they are generated and numbered.
 CATEGORIES: tuple[str, ...] = ("food", "shops", "offices", "schools", "parks", "stations", "hospitals")
@@ -308,7 +308,7 @@ class CityModel:
 
     def _build_fields(self, rng):
         M = self.grid.M
-        d = km_between(self.xy_km[:, None, :], self.hub_xy[None, :, :])  # (M, H) km
+        d = point_distances(self.xy_km[:, None, :], self.hub_xy[None, :, :])  # (M, H) km
         s = self.hub_sigma * self.L
         bumps = np.exp(-0.5 * (d / s) ** 2)                                  # (M, H)
         core = (bumps * self.hub_weight).sum(1)
@@ -321,7 +321,7 @@ class CityModel:
                        * texture(self.texture))
         n_parks = max(1, int(round(4 * M / 1024)) or 1)
         park_xy = rng.uniform(0.05, 0.95, size=(n_parks, 2)) * np.array([self.height_km, self.width_km])
-        dp = km_between(self.xy_km[:, None, :], park_xy[None])
+        dp = point_distances(self.xy_km[:, None, :], park_xy[None])
         parks = np.exp(-0.5 * (dp / (0.05 * self.L)) ** 2).sum(1) + 0.05
         self.business = business / business.sum()
         self.residential = residential / residential.sum()
@@ -375,7 +375,7 @@ class CityModel:
         self.busiest_neighbour = ((yy + best // 3 - 1) * g.nx + (xx + best % 3 - 1)).ravel()
         # Nearest station of every region: travellers are often recorded at stations.
         st = np.flatnonzero(counts[CATEGORIES.index("stations")] > 0)
-        d = km_between(self.xy_km[:, None, :], self.xy_km[st][None, :, :])
+        d = point_distances(self.xy_km[:, None, :], self.xy_km[st][None, :, :])
         self.nearest_station = st[np.argmin(d, axis=1)]
 
     def region_categories(self) -> np.ndarray:
@@ -393,7 +393,7 @@ class CityModel:
         hx = self.hub_xy
         stops = [hx]
         if len(hx) > 1:
-            d = km_between(hx[:, None], hx[None])
+            d = point_distances(hx[:, None], hx[None])
             np.fill_diagonal(d, np.inf)
             nearest = np.argsort(d, axis=1)[:, :min(2, len(hx) - 1)]
             pairs = {tuple(sorted((i, int(j)))) for i in range(len(hx)) for j in nearest[i]}
@@ -457,7 +457,7 @@ class CityModel:
         chunk = max(1, (1 << 21) // M)
         for c0 in range(0, len(uniq), chunk):
             rows = uniq[c0:c0 + chunk]
-            d = km_between(self.xy_km[rows][:, None, :], self.xy_km[None, :, :])
+            d = point_distances(self.xy_km[rows][:, None, :], self.xy_km[None, :, :])
             w = attraction[None, :] * np.exp(-d / scale_km)
             cdf = np.cumsum(w, axis=1)
             cdf /= cdf[:, -1:]
@@ -470,7 +470,7 @@ class CityModel:
         return out
 
     def _travel_minutes(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        d = km_between(self.xy_km[a], self.xy_km[b])
+        d = point_distances(self.xy_km[a], self.xy_km[b])
         return np.where(a == b, 0.0, self.travel_overhead + 60.0 * d / (self.speed * self.L))
 
     def simulate_population(self, n_users: int, n_days: int, *, time_axis: TimeAxis | None = None,

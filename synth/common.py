@@ -24,14 +24,15 @@ from scoring.traces import Traces
 Progress = Callable[[int, int, str], None]
 
 
-def km_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def point_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Euclidean distances between points ``a`` (..., 2) and ``b`` (..., 2), broadcast against each other,
-    in their units (km for ``Grid.xy``). Written as two products and a sum rather than a sum over the last
-    axis of the squared differences: the same floats, bit for bit, about four times quicker (numpy reduces a
-    length-2 axis slowly), which the city's gravity draws over every region feel."""
-    dy = a[..., 0] - b[..., 0]
-    dx = a[..., 1] - b[..., 1]
-    return np.sqrt(dy * dy + dx * dx)
+    in the points' own units (km for the city's ``xy_km``, cells for ``Grid.xy``). Written as two products
+    and a sum rather than a sum over the last axis of the squared differences: the same floats, bit for bit,
+    about four times quicker (numpy reduces a length-2 axis slowly), which the city's gravity draws over
+    every region feel."""
+    d0 = a[..., 0] - b[..., 0]
+    d1 = a[..., 1] - b[..., 1]
+    return np.sqrt(d0 * d0 + d1 * d1)
 
 
 def no_progress(done: int, total: int, message: str) -> None:

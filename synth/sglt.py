@@ -52,7 +52,16 @@ import numpy as np
 
 from scoring.grid import Grid
 from scoring.traces import Traces
-from synth.common import ContestDaySynthesizer, ModelFrame, as_days, grid_box, km_between, periods_of_slots, read_npz, save_npz
+from synth.common import (
+    ContestDaySynthesizer,
+    ModelFrame,
+    as_days,
+    grid_box,
+    periods_of_slots,
+    point_distances,
+    read_npz,
+    save_npz,
+)
 from synth.registry import Method, int_check, number_check, register, with_reason
 
 METHOD = "sglt"
@@ -327,7 +336,7 @@ def train(traces: Traces, grid: Grid, *, slots_per_day: int = 20, periods: int =
     progress(0, 3, "mobility profiles")
     profiles = visit_profiles(days, M, pos, P)
     xy = grid.xy.astype(np.float64)
-    dist = km_between(xy[:, None, :], xy[None, :, :])
+    dist = point_distances(xy[:, None, :], xy[None, :, :])
     p_bar = aggregate_transitions(days[seeds], M, pos, P, dist, eps)
     pi_bar = profiles[seeds].mean(axis=0)
     progress(1, 3, "semantic similarities")
