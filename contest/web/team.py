@@ -146,11 +146,16 @@ def _add_previews(states: list[dict]) -> None:
 
     A valid upload's preview is still to come while its preview job is queued or running, or
     while its scoring job (which queues the preview) has not finished. Two queries at most.
+
+    The jobs are read before the previews, and the order matters: a preview is stored before its job is
+    marked done, so a job read as done has its preview in the later read. Read the other way round, a
+    preview finishing between the two reads was neither shown nor pending, and the card stopped polling
+    without it.
     """
     valid = [u["aset"].pk for u in states if u["aset"].status == AnonymizedSet.VALID]
+    preview_job_of = selectors.latest_jobs_of(job_kinds.PRIVACY_PREVIEW, "anonymized_set_id", valid)
     preview_of = selectors.previews_of(valid)
     missing = [pk for pk in valid if pk not in preview_of]
-    preview_job_of = selectors.latest_jobs_of(job_kinds.PRIVACY_PREVIEW, "anonymized_set_id", missing)
     running = (Job.QUEUED, Job.RUNNING)
     for u in states:
         pk = u["aset"].pk

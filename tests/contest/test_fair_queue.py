@@ -289,3 +289,37 @@ def test_a_real_worker_serves_the_teams_in_turn(worker_env):
                  .values_list("args__anonymized_set_id", flat=True))
     assert order.index(single.pk) == 1, order
     assert [pk for pk in order if pk != single.pk] == [a.pk for a in burst]
+
+
+@pytest.mark.parametrize("finish_after", ["previews_of", "latest_jobs_of"])
+def test_a_preview_finishing_while_the_card_is_read_is_shown_or_still_awaited(
+        generated, django_capture_on_commit_callbacks, monkeypatch, finish_after):
+    """The card's poller stops when the state says nothing is pending, so the state read while the preview
+    job finishes must show the preview or say it is still to come. The job is run right after the card's
+    first read of previews or preview jobs returns, whichever it reads first: the moment between the two
+    reads (a fast preview on a warm worker fell there, and the card stopped polling without it)."""
+    aset = _upload_scored(generated, 1, capture=django_capture_on_commit_callbacks)
+    job = _preview_job(aset)
+    assert job.status == Job.QUEUED
+    finished_once: list[str] = []
+
+    def finishing(name):
+        original = getattr(selectors, name)
+
+        def read(*args, **kwargs):
+            out = original(*args, **kwargs)
+            is_preview_read = name == "previews_of" or args[0] == job_kinds.PRIVACY_PREVIEW  # not the scoring jobs'
+            if is_preview_read and not finished_once:
+                finished_once.append(name)
+                assert jobs.execute(job.pk) == Job.SUCCEEDED
+            return out
+        return read
+
+    monkeypatch.setattr(selectors, finish_after, finishing(finish_after))
+    client = Client()
+    client.force_login(user("alpha1"))
+    state = client.get(f"/c/{generated.slug}/team/datasets/{aset.dataset_id}/state.json").json()
+    assert finished_once, "the card read neither previews nor preview jobs"
+    assert PrivacyPreview.objects.filter(anonymized_set=aset).exists()
+    shown = f'id="preview-ds-{aset.dataset_id}"' in state["html"]
+    assert shown or not state["finished"], "the preview is neither shown nor awaited: the poller would stop"
