@@ -73,6 +73,7 @@ check: $(DEV_STAMP)
 	$(TEST_ENV) $(PY) -m pytest $(CHECK_PARALLEL) -q -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 bench: $(DEV_STAMP)
+	$(PY) -m bench.machine
 	$(PY) -m bench.judge
 	$(PY) -m bench.algorithms
 	$(PY) -m bench.synthesizer

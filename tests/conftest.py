@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from bench import machine
+
 ROOT = Path(__file__).resolve().parent.parent
 PWSCUP2019 = ROOT.parent / "shared" / "data" / "pwscup2019"
 
@@ -106,6 +108,11 @@ LONG_FILES = {
     "tests/synth/test_calibrate.py": 26,
     "tests/synth/test_audit.py": 26,
 }
+
+
+def pytest_report_header(config) -> str:
+    """The machine's speed as the run begins (bench/machine.py): the suite's time means little without it."""
+    return machine.reading()
 
 
 def pytest_collection_modifyitems(config, items):
