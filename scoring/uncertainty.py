@@ -105,10 +105,14 @@ def ratio_estimates(num, den=None) -> tuple[np.ndarray, np.ndarray]:
     """
     num = np.asarray(num, dtype=np.float64)
     den = np.ones(num.shape[-1]) if den is None else np.asarray(den, dtype=np.float64)
-    total = den.sum(axis=-1)
-    est = num.sum(axis=-1) / total
+    est = _scores(num, den)
     resid = num - est[..., None] * den
-    return est, np.sqrt((resid * resid).sum(axis=-1)) / total
+    return est, np.sqrt((resid * resid).sum(axis=-1)) / den.sum(axis=-1)
+
+
+def _scores(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """(...,) the scores sum(num) / sum(den) over the last axis (float64 arrays broadcast together)."""
+    return num.sum(axis=-1) / den.sum(axis=-1)
 
 
 def _z(tail: float) -> float:
@@ -156,16 +160,19 @@ def joint_normal(num, den=None, *, draws: int = JOINT_DRAWS, seed: int) -> np.nd
     """
     num = np.asarray(num, dtype=np.float64)
     den = np.ones(num.shape[-1]) if den is None else np.asarray(den, dtype=np.float64)
-    est = ratio_estimates(num, den)[0]
+    est = _scores(num, den)
     resid = num - est[..., None] * den
-    # The draws go to the attacks in an order of their own (score, then a fixed projection of their
-    # residuals), so the same attacks listed in another order (a results job that combines stored parts,
-    # one that recomputes) get the same draws, and so the same bounds to the last digit.
-    order = np.lexsort((resid @ _projection(num.shape[-1]), est), axis=-1)
-    resid = np.take_along_axis(resid, order[..., None], axis=-2)
     norm = np.sqrt((resid * resid).sum(axis=-1))
     unit = resid / np.where(norm > 0, norm, 1.0)[..., None]
     corr = np.einsum("...am,...bm->...ab", unit, unit)
+    # The draws go to the attacks in an order of their own (score, then a fixed projection of their
+    # residuals), so the same attacks listed in another order (a results job that combines stored parts,
+    # one that recomputes) get the same draws, and so the same bounds to the last digit. Each entry of
+    # norm and corr is a sum over the users alone, the same wherever its attacks are listed, so they are
+    # put in that order here, (A,) and (A, A), rather than the (A, m) residuals before them.
+    order = np.lexsort((resid @ _projection(num.shape[-1]), est), axis=-1)
+    norm = np.take_along_axis(norm, order, axis=-1)
+    corr = np.take_along_axis(np.take_along_axis(corr, order[..., :, None], axis=-2), order[..., None, :], axis=-1)
     eye = np.eye(num.shape[-2], dtype=bool)
     corr = np.where(eye, 1.0, np.where((norm[..., :, None] > 0) & (norm[..., None, :] > 0), corr, 0.0))
     # The symmetric square root: unique, unlike the eigenvectors' signs and bases, so a correlation that
@@ -173,8 +180,9 @@ def joint_normal(num, den=None, *, draws: int = JOINT_DRAWS, seed: int) -> np.nd
     vals, vecs = np.linalg.eigh(corr)
     root = np.einsum("...ak,...k,...bk->...ab", vecs, np.sqrt(np.clip(vals, 0.0, None)), vecs).astype(np.float32)
     g = np.random.default_rng(seed).standard_normal((*corr.shape[:-2], draws, num.shape[-2]), dtype=np.float32)
-    z = np.einsum("...ab,...sb->...sa", root, g)
-    return np.take_along_axis(z, np.argsort(order, axis=-1)[..., None, :], axis=-1)
+    # Row a of the root back to the attack's place in the list, (A, A) rather than the (draws, A) draws.
+    root = np.take_along_axis(root, np.argsort(order, axis=-1)[..., :, None], axis=-2)
+    return np.einsum("...ab,...sb->...sa", root, g)
 
 
 def _projection(m: int) -> np.ndarray:
