@@ -40,10 +40,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 FAST_BEATS = {"TRACECUP_JOB_HEARTBEAT_SECONDS": "0.5", "TRACECUP_JOB_STALE_SECONDS": "3"}
 #: PPMTF trained long enough (about 10 s of CPU) to keep a worker busy while a test does several things.
 SLOW_TRAINING = {"synthesizer_params": {"train_users": 300, "train_days": 4, "K": 8, "sweeps": 100}}
-#: PPMTF trained long enough (about 4 s of CPU, past the 2 s time limit below) that a fault lands inside the
-#: training: these tests strike once the training is past its third sweep, and each job trains again in full
-#: when it is retried, so a longer one costs the suite its seconds twice.
-FAULT_TRAINING = {"synthesizer_params": {"train_users": 300, "train_days": 4, "K": 8, "sweeps": 40}}
+#: PPMTF trained long enough (about 2 s of CPU) that a fault lands inside the training: these tests strike
+#: once two of its 20 sweeps are done (progress past 5 %, polled every 0.25 s), and each job trains again in
+#: full when it is retried, so a longer one costs the suite its seconds twice (40 sweeps cost the three
+#: tests 37 CPU-seconds, 20 sweeps 29).
+FAULT_TRAINING = {"synthesizer_params": {"train_users": 300, "train_days": 4, "K": 8, "sweeps": 20}}
+#: PPMTF trained past the 2 s time limit of the time-limit test (about 4 s of CPU).
+LIMIT_TRAINING = {"synthesizer_params": {"train_users": 300, "train_days": 4, "K": 8, "sweeps": 40}}
 
 
 @pytest.fixture
@@ -233,7 +236,7 @@ def test_dropped_database_connections_under_a_job_are_retried(worker_env, fast_s
 def test_a_job_past_its_time_limit_fails_with_a_clear_message_and_can_be_retried(worker_env, fast_sweep, tmp_path):
     worker_env.env.update(FAST_BEATS, TRACECUP_JOB_TIME_LIMIT="2")  # the least the settings allow
     worker_env.start()
-    contest = slow_contest("fault-limit", FAULT_TRAINING)
+    contest = slow_contest("fault-limit", LIMIT_TRAINING)
     job = request_generation(contest)
     wait_until(lambda: Job.objects.filter(pk=job.pk, status=Job.FAILED).exists(), "failed at its limit",
                timeout=60, sweep=True, workers=worker_env)
