@@ -139,9 +139,13 @@ def osaka_grid(pwscup2019):
 
 
 @pytest.fixture(scope="session")
-def snapshot_base(django_db_setup, django_db_blocker):
-    """The tables migrations fill (tests/snapshots.py): what no built state holds."""
+def snapshot_base(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The tables migrations fill (tests/snapshots.py): what no built state holds. In a pytest-xdist
+    worker, the named states are shared with the run's other workers through the folder above this
+    worker's temporary folder, which is the run's (pytest removes it with the run's other folders)."""
     from tests import snapshots
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        snapshots.share_between_processes(tmp_path_factory.getbasetemp().parent / "states")
     with django_db_blocker.unblock():
         return snapshots.migration_tables()
 

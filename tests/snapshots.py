@@ -18,13 +18,24 @@ Python objects (the fixture hands each test a fresh instance read from its own d
 
 The key of a state must name everything its build depends on: the fixture's name and, for a
 module's own state, the module (``request.module.__name__``).
+
+The parallel run's test processes share the states named by a plain string (the demo contest, the
+generated contest, the closed one), which the files of several processes ask for: the first process
+to need one builds it while the others wait for it, and writes its rows to a folder of the run
+(:func:`share_between_processes`) that the others read. The demo contest alone took each process
+that needed it about ten CPU-seconds to build. A module's own state (a tuple key) is asked for by
+one file, which runs in one process (``--dist loadfile``), and stays in that process.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
+import hashlib
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.apps import apps
@@ -34,6 +45,8 @@ from django.utils import timezone
 
 #: The states built so far in this test process: key -> :class:`Snapshot`.
 _BUILT: dict[Any, Snapshot] = {}
+#: The folder this run's test processes share their named states in (None: this process keeps its own).
+_SHARED: list[Path] = []
 
 
 def _tables() -> list[type[models.Model]]:
@@ -83,6 +96,17 @@ class Snapshot:
     result: Any
     built_at: datetime
 
+    def __getstate__(self) -> dict:
+        """What another test process needs to restore the state: each model by its label (a many-to-many
+        table's model exists only in the app registry), its rows, and the result."""
+        return {"tables": [(t.model._meta.label, t.rows) for t in self.tables],
+                "result": self.result, "built_at": self.built_at}
+
+    def __setstate__(self, state: dict) -> None:
+        self.tables = [_Rows(m := apps.get_model(label), list(m._meta.concrete_fields), rows)
+                       for label, rows in state["tables"]]
+        self.result, self.built_at = state["result"], state["built_at"]
+
     def restore(self) -> Any:
         """Insert the rows into the current (test) transaction; returns the build's result, read anew.
 
@@ -114,22 +138,24 @@ def _advance_sequences(tables: list[_Rows]) -> None:
 
 
 def _copy_rows(model: type[models.Model]) -> _Rows:
-    """Every row of ``model``, as the model reads its values (prepared for the INSERT at each restore)."""
+    """Every row of ``model``, as the model reads its values (prepared for the INSERT at each restore;
+    PostgreSQL's binary values as bytes, which another process can read)."""
     fields = list(model._meta.concrete_fields)
-    return _Rows(model, fields, list(model._base_manager.order_by("pk").values_list(*[f.attname for f in fields])))
+    rows = model._base_manager.order_by("pk").values_list(*[f.attname for f in fields])
+    return _Rows(model, fields, [tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows])
 
 
 @dataclass(frozen=True)
 class _Ref:
-    """A model instance a build returned, kept by class and primary key."""
-    model: type[models.Model]
+    """A model instance a build returned, kept by its model's label and primary key."""
+    label: str
     pk: Any
 
 
 def _keep_result(result: Any) -> Any:
     """``result`` with every model instance (alone or in a tuple) replaced by a :class:`_Ref`."""
     if isinstance(result, models.Model):
-        return _Ref(type(result), result.pk)
+        return _Ref(result._meta.label, result.pk)
     if isinstance(result, tuple):
         return tuple(_keep_result(r) for r in result)
     return result
@@ -138,7 +164,7 @@ def _keep_result(result: Any) -> Any:
 def _read_result(kept: Any) -> Any:
     """The inverse of :func:`_keep_result`, each instance read from the current database."""
     if isinstance(kept, _Ref):
-        return kept.model._base_manager.get(pk=kept.pk)
+        return apps.get_model(kept.label)._base_manager.get(pk=kept.pk)
     if isinstance(kept, tuple):
         return tuple(_read_result(k) for k in kept)
     return kept
@@ -150,6 +176,13 @@ def migration_tables() -> frozenset[type[models.Model]]:
     return frozenset(m for m in _tables() if m._base_manager.exists())
 
 
+def share_between_processes(folder: Path) -> None:
+    """Share the named states with the run's other test processes through ``folder`` (the
+    ``snapshot_base`` fixture calls this in a pytest-xdist worker, with a folder of the whole run)."""
+    folder.mkdir(exist_ok=True)
+    _SHARED[:] = [folder]
+
+
 def built_once(key: Any, build: Callable[[], Any], base: frozenset[type[models.Model]]) -> Any:
     """The state named ``key`` in the current test's database: built by ``build()`` the first time
     (and copied), laid from the copy every later time. Returns what ``build`` returned (a model
@@ -159,13 +192,39 @@ def built_once(key: Any, build: Callable[[], Any], base: frozenset[type[models.M
     whatever step made it, so a state built on another (a closed contest on a generated one: ``build``
     calls ``built_once`` for the generated one) holds the rows its own steps changed too. Call it from
     a function-scoped fixture that depends on ``db`` (or ``transactional_db``) and no other state's
-    fixture, before the test writes anything of its own."""
+    fixture, before the test writes anything of its own. A state named by a string is built once in
+    the whole parallel run (see the module's docstring)."""
     snapshot = _BUILT.get(key)
+    if snapshot is None and _SHARED and isinstance(key, str):
+        return _built_once_in_the_run(key, build, base)
     if snapshot is not None:
         with transaction.atomic():  # foreign keys are checked at its end: rows go in table by table
             return snapshot.restore()
+    return _build(key, build, base)
+
+
+def _build(key: Any, build: Callable[[], Any], base: frozenset[type[models.Model]]) -> Any:
+    """Build the state for real in the current test's database and keep its rows under ``key``."""
     result = build()
     built_at = timezone.now()
     tables = [_copy_rows(m) for m in _tables() if m not in base and m._base_manager.exists()]
     _BUILT[key] = Snapshot(tables, _keep_result(result), built_at)
     return result
+
+
+def _built_once_in_the_run(key: str, build: Callable[[], Any], base: frozenset[type[models.Model]]) -> Any:
+    """:func:`built_once` for a state this process has not seen: read from the run's folder if another
+    process built it, else built here and written there. A lock per state makes a process that needs
+    it while another builds it wait for those rows rather than build them a second time."""
+    path = _SHARED[0] / hashlib.sha256(key.encode()).hexdigest()[:16]
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if path.with_suffix(".pickle").exists():
+            _BUILT[key] = pickle.loads(path.with_suffix(".pickle").read_bytes())  # noqa: S301 - this run wrote it
+            with transaction.atomic():
+                return _BUILT[key].restore()
+        result = _build(key, build, base)
+        written = path.with_suffix(".partial")
+        written.write_bytes(pickle.dumps(_BUILT[key], protocol=pickle.HIGHEST_PROTOCOL))
+        written.replace(path.with_suffix(".pickle"))  # whole or absent for a process that reads it
+        return result
