@@ -54,7 +54,7 @@ def test_the_demos_final_round_has_the_other_teams_sets(db, snapshot_base):
     from contest.models import AnonymizedSet, Dataset, PublicSet
     from contest.services import judge
     from contest.services.demo import setup_demo
-    contest = demo_state(snapshot_base)  # setup_demo's contest, built once per test process
+    contest = demo_state(snapshot_base)  # setup_demo's contest, built once in the run (tests/snapshots.py)
     final = contest.rounds.get(number=2)
     sets = AnonymizedSet.objects.filter(dataset__round=final)
     assert sorted(sets.values_list("dataset__number", "dataset__challenge")) == [(2, 1), (2, 2), (3, 1), (3, 2)]
