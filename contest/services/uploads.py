@@ -285,7 +285,9 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
 
     A format error stores the validator's issues and status ``rejected``; a
     readable set gets a utility score row and status ``valid`` / ``invalid``
-    (s_U below s_req).
+    (s_U below s_req). Unless ``force``, the outcome is stored only while the set is
+    still pending (:func:`_still_to_score`): the close's inline pass and the worker's job
+    may score one set at once, and the later keeps the earlier's outcome.
     """
     aset = AnonymizedSet.objects.select_related("dataset__round__contest", "file", "dataset__original").get(pk=aset.pk)
     if aset.status != AnonymizedSet.PENDING and not force:
@@ -299,15 +301,22 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
         anon = data.anotraces(storage.read_csv_bytes(aset.file, contest.upload_size_limit), grid, truth)
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
-        return _set_rejected(aset, issues, total)
+        with transaction.atomic():
+            if _still_to_score(aset, force):
+                _set_rejected(aset, issues, total)
+        aset.refresh_from_db()
+        return aset
     per_event = utility_per_event(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u)
     s_u = float(per_event.mean())  # scoring.scores.utility: the mean over the m*L events
 
     valid = s_u >= contest.s_req
-    # The map page's figures, while the files are parsed anyway (the page never parses them).
-    figures.store_dataset_population(dataset, truth)
-    figures.store_set_population(aset, anon)
     with transaction.atomic():
+        if not _still_to_score(aset, force):
+            aset.refresh_from_db()
+            return aset
+        # The map page's figures, while the files are parsed anyway (the page never parses them).
+        figures.store_dataset_population(dataset, truth)
+        figures.store_set_population(aset, anon)
         Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY, current=True).update(current=False)
         Score.objects.create(dataset=dataset, metric=Score.UTILITY, value=s_u, anonymized_set=aset,
                              per_user=data.per_user_json(per_user_utility(per_event)))
@@ -316,6 +325,14 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
             errors=[], error_total=0, scored_at=timezone.now())
     aset.refresh_from_db()
     return aset
+
+
+def _still_to_score(aset: AnonymizedSet, force: bool) -> bool:
+    """Lock ``aset``'s row to the end of the caller's transaction; True if this run stores its outcome: with
+    ``force`` always, else only while the set is pending, so two runs never both store one (as
+    :func:`store_attack_outcomes` does for attacks)."""
+    status = AnonymizedSet.objects.select_for_update().filter(pk=aset.pk).values_list("status", flat=True).get()
+    return force or status == AnonymizedSet.PENDING
 
 
 def _rejected(upload, issues, total, **cleared):

@@ -93,3 +93,28 @@ def test_an_upload_checked_before_the_deadline_but_stored_after_it_is_refused(po
     judge.close_anonymization(rnd)
     final = AnonymizedSet.objects.get(dataset=ds, final=True)
     assert final.pk == aset.pk and final.created_at < phase.closes_at
+
+
+def test_two_scorings_of_one_pending_set_store_one_score(postgres_only, generated, monkeypatch):
+    """The close scores the uploads still pending inline while the worker's job may be scoring the same set:
+    both read it pending and compute, and the later to store keeps the earlier's outcome (no second score
+    row, no second population file, no error for either)."""
+    from contest.models import Score, StoredFile
+    contest = generated
+    ds = Dataset.objects.filter(round=contest.rounds.get(), kind=Dataset.TEAM).select_related("team").first()
+    user = ds.team.memberships.first().user
+    aset = AnonymizedSet.objects.create(dataset=ds, team=ds.team, seq=1, uploaded_by=user, created_at=timezone.now(),
+                                        file=storage.store_bytes(anonymize_csv(ds), "a.csv", user=user))  # its job not run yet
+    files_before, populations = StoredFile.objects.count(), 1 + (ds.population_id is None)  # the upload's; the set's if none yet
+    both_computed, computed = threading.Barrier(2), uploads.utility_per_event
+
+    def compute_then_wait(*a, **kw):   # each run has read the set pending and computed s_U before either stores
+        per_event = computed(*a, **kw)
+        both_computed.wait(timeout=30)
+        return per_event
+    monkeypatch.setattr(uploads, "utility_per_event", compute_then_wait)
+    results = _run_all([lambda: uploads.score_anonymized_set(aset), lambda: uploads.score_anonymized_set(aset)])
+    assert all(isinstance(r, AnonymizedSet) for r in results), results
+    assert {r.status for r in results} == {AnonymizedSet.VALID} and results[0].s_u == results[1].s_u
+    assert Score.objects.filter(anonymized_set=aset, metric=Score.UTILITY).count() == 1
+    assert StoredFile.objects.count() == files_before + populations   # each population stored once
