@@ -302,8 +302,8 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     except ValidationError as exc:
         issues, total = data.validation_issues(exc)
         with transaction.atomic():
-            if _still_to_score(aset, force):
-                _set_rejected(aset, issues, total)
+            if _still_to_score(AnonymizedSet, [aset.pk], force):
+                return _set_rejected(aset, issues, total)
         aset.refresh_from_db()
         return aset
     per_event = utility_per_event(grid, truth, anon, convention=contest.utility_convention, lambda_u=contest.lambda_u)
@@ -311,7 +311,7 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
 
     valid = s_u >= contest.s_req
     with transaction.atomic():
-        if not _still_to_score(aset, force):
+        if not _still_to_score(AnonymizedSet, [aset.pk], force):
             aset.refresh_from_db()
             return aset
         # The map page's figures, while the files are parsed anyway (the page never parses them).
@@ -327,12 +327,12 @@ def score_anonymized_set(aset: AnonymizedSet, *, force: bool = False) -> Anonymi
     return aset
 
 
-def _still_to_score(aset: AnonymizedSet, force: bool) -> bool:
-    """Lock ``aset``'s row to the end of the caller's transaction; True if this run stores its outcome: with
-    ``force`` always, else only while the set is pending, so two runs never both store one (as
-    :func:`store_attack_outcomes` does for attacks)."""
-    status = AnonymizedSet.objects.select_for_update().filter(pk=aset.pk).values_list("status", flat=True).get()
-    return force or status == AnonymizedSet.PENDING
+def _still_to_score(model, pks: list[int], force: bool) -> set[int]:
+    """Lock the rows ``pks`` of ``model`` (AnonymizedSet or Attack) to the end of the caller's transaction;
+    the ids whose outcome this run stores: with ``force`` all, else those still pending, so two runs scoring
+    one upload at once (the close's inline pass and the worker's job) never both store it."""
+    locked = model.objects.select_for_update().filter(pk__in=pks)
+    return set((locked if force else locked.filter(status=model.PENDING)).values_list("pk", flat=True))
 
 
 def _rejected(upload, issues, total, **cleared):
@@ -541,8 +541,7 @@ def store_attack_outcomes(outcomes: list[tuple[Attack, dict]], *, force: bool = 
     if not outcomes:
         return set()
     with transaction.atomic(savepoint=False):
-        locked = Attack.objects.select_for_update().filter(pk__in=[a.pk for a, _o in outcomes])
-        stored = set((locked if force else locked.filter(status=Attack.PENDING)).values_list("pk", flat=True))
+        stored = _still_to_score(Attack, [a.pk for a, _o in outcomes], force)
         now, alike, scores = timezone.now(), {}, []
         for attack, outcome in outcomes:
             if attack.pk not in stored:

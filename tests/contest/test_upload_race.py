@@ -105,7 +105,8 @@ def test_two_scorings_of_one_pending_set_store_one_score(postgres_only, generate
     user = ds.team.memberships.first().user
     aset = AnonymizedSet.objects.create(dataset=ds, team=ds.team, seq=1, uploaded_by=user, created_at=timezone.now(),
                                         file=storage.store_bytes(anonymize_csv(ds), "a.csv", user=user))  # its job not run yet
-    files_before, populations = StoredFile.objects.count(), 1 + (ds.population_id is None)  # the upload's; the set's if none yet
+    # the upload's population, and the data set's if it has none yet
+    files_before, populations = StoredFile.objects.count(), 1 + (ds.population_id is None)
     both_computed, computed = threading.Barrier(2), uploads.utility_per_event
 
     def compute_then_wait(*a, **kw):   # each run has read the set pending and computed s_U before either stores
