@@ -30,6 +30,30 @@ CHART_TEXTS_JS = """() => {
 }"""
 
 
+#: The demo's seven valid sets as one draw of its random pseudonyms scored them (label, s_I,min, s_T,min): three
+#: close points low on the left, whose labels are each about a third of a phone's plot wide. Such a draw left
+#: the last label nowhere on a phone.
+CROWDED = [("001 Alpha · IDP", 0.88, 0.799), ("001 Alpha · TRP", 0.56, 0.652), ("002 Beta · IDP", 0.44, 0.527),
+           ("002 Beta · TRP", 0.61, 0.605), ("003 Gamma · IDP", 0.56, 0.712), ("Benchmark · IDP", 0.45, 0.486),
+           ("Benchmark · TRP", 0.39, 0.539)]
+
+
+def _crowded_scatter_problems(page) -> list[str]:
+    """The plots page's scatter drawn again with :data:`CROWDED`: a point without its label, labels that
+    overlap or cover a marker (the problems of layout's chart check)."""
+    page.evaluate("""(points) => {
+      const fig = document.querySelector('figure[data-chart=scatter]');
+      const data = document.getElementById(fig.getAttribute('data-src'));
+      const spec = JSON.parse(data.textContent);
+      spec.points = points.map(([label, x, y]) => ({x, y, label, group: label.split(' · ')[1]}));
+      data.textContent = JSON.stringify(spec);
+      fig.setAttribute('data-chart-done', 'stale');
+      window.dispatchEvent(new Event('resize'));
+    }""", CROWDED)
+    page.wait_for_function("() => document.querySelector('figure[data-chart=scatter]').dataset.chartDone !== 'stale'")
+    return page.evaluate(CHART_TEXTS_JS) + chart_problems(page)
+
+
 @pytest.fixture
 def demo_site(live_server, demo_contest):
     return live_server.url, demo_contest
@@ -79,6 +103,8 @@ def test_the_demo_contest_on_a_phone(demo_site, browser, shot, readme_shot, lang
         assert not missing, (url, missing)
         if url.endswith(("attack-matrix/", "plots/")):
             shot(page, f"phone-{url.strip('/').split('/')[-1]}-{lang}")
+        if url.endswith("plots/"):  # a crowded cluster keeps every label too
+            assert not _crowded_scatter_problems(page), _crowded_scatter_problems(page)
 
     # a team's dashboard: every link of the header's menu on screen; the upload history's Final / Choose
     # column on screen
