@@ -166,11 +166,11 @@ def tp_tv(grid: Grid, original, anonymized, slots_per_day: int) -> float:
 # --------------------------------------------------------------------------
 # transition matrices and TM-EMD
 # --------------------------------------------------------------------------
-def transition_matrix(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
-    """Pooled transition mass between consecutive slots of the same day.
+def transition_mass(grid: Grid, traces, slots_per_day: int) -> sp.csr_matrix:
+    """Pooled transition mass between consecutive slots of the same day, sparse.
 
     Returns:
-        (M, M) float64 ``T[a, b]``: total mass of transitions a -> b over all
+        (M, M) CSR float64 ``T[a, b]``: total mass of transitions a -> b over all
         users and all pairs of consecutive time ids ``(t, t+1)`` on the same
         day; a pair of sets (G_a, G_b) puts 1/(|G_a||G_b|) on each member
         pair, a deletion on either side puts nothing. Not normalised.
@@ -182,21 +182,31 @@ def transition_matrix(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
     j = np.flatnonzero((t[1:] == t[:-1] + 1) & (day[1:] == day[:-1]))
     n = anon.sets.n_sets
     if j.size == 0 or anon.m == 0:
-        return np.zeros((grid.M, grid.M))
+        return sp.csr_matrix((grid.M, grid.M))
     a = anon.events[:, j].ravel().astype(np.int64)
     b = anon.events[:, j + 1].ravel().astype(np.int64)
     pairs = sp.csr_matrix((np.ones(a.size), (a, b)), shape=(n, n))
     U = set_weights(anon.sets)
-    return np.asarray((U.T @ pairs @ U).todense())
+    return sp.csr_matrix(U.T @ pairs @ U)
 
 
-def row_normalise(T: np.ndarray) -> np.ndarray:
-    """Rows divided by their sums; a row with no mass becomes a self-loop (1 on the diagonal)."""
-    T = np.asarray(T, dtype=np.float64)
+def transition_matrix(grid: Grid, traces, slots_per_day: int) -> np.ndarray:
+    """:func:`transition_mass` as a dense (M, M) float64 array."""
+    return transition_mass(grid, traces, slots_per_day).toarray()
+
+
+def row_normalise(T, rows: np.ndarray | None = None) -> np.ndarray:
+    """Rows divided by their sums; a row with no mass becomes a self-loop (1 on the diagonal).
+
+    ``T``: (M, M), dense or sparse. ``rows``: the row numbers to return (all by default), giving an
+    (len(rows), M) array whose row i is row ``rows[i]`` normalised (its self-loop in column ``rows[i]``).
+    """
+    rows = np.arange(T.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    T = T[rows].toarray() if sp.issparse(T) else np.asarray(T, dtype=np.float64)[rows]
     total = T.sum(axis=1, keepdims=True)
     P = np.divide(T, total, out=np.zeros_like(T), where=total > 0)
     empty = np.flatnonzero(total[:, 0] <= 0)
-    P[empty, empty] = 1.0
+    P[empty, rows[empty]] = 1.0
     return P
 
 
@@ -271,34 +281,46 @@ def _sliced_w1_dense(D: np.ndarray, proj: np.ndarray) -> np.ndarray:
     return acc
 
 
-def _sliced_w1_sparse(D: np.ndarray, proj: np.ndarray) -> np.ndarray:
+def _sliced_w1_sparse(D: np.ndarray, proj: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
     """As :func:`_sliced_w1_dense` touching only the non-zeros of D.
 
     Between two consecutive non-zeros of a row (in projected order) the CDF
     difference is constant, so each non-zero contributes |F| times the gap
     to the row's next non-zero; support points without mass drop out.
+
+    The non-zeros sorted by row, then along a direction, keep their rows where they were (the rows come
+    in order), so the rows' bounds serve every direction, and the directions are sorted together,
+    about ``chunk`` (direction, non-zero) pairs at a time: the same sums in the same order as one
+    direction at a time, at a third of the time for a contest's set (50 directions, a few thousand
+    non-zeros: each direction's own sort cost more in calls than in work).
     """
     R, K = D.shape
-    row, col = np.nonzero(D)                                   # row-major: grouped by row
+    row, col = np.nonzero(D)                                   # row-major: grouped by row, rows ascending
     val = D[row, col]
     acc = np.zeros(R)
-    same_row_next = np.empty(row.size, dtype=bool)
-    for k in range(proj.shape[1]):
-        z = proj[:, k]
-        rank = np.empty(K, dtype=np.int64)
-        rank[np.argsort(z, kind="stable")] = np.arange(K)
-        order = np.argsort(row * K + rank[col])                # by row, then along the projection
-        r_s, z_s = row[order], z[col[order]]
-        cs = np.cumsum(val[order])
+    if row.size == 0:
+        return acc
+    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])  # each row's first non-zero
+    sizes = np.diff(np.r_[first, row.size])
+    same_row_next = np.r_[row[1:] == row[:-1], False]
+    rank = np.empty(proj.shape, dtype=np.int64)                 # (K, n): rank of each support point per direction
+    np.put_along_axis(rank, np.argsort(proj, axis=0, kind="stable"), np.arange(K)[:, None], axis=0)
+    step = max(1, chunk // row.size)
+    for k0 in range(0, proj.shape[1], step):
+        ks = np.arange(k0, min(k0 + step, proj.shape[1]))
+        order = np.argsort(row * K + rank[col, ks[:, None]], axis=1)  # (c, nnz); keys unique within a row
+        z_s = proj[col[order], ks[:, None]]
+        cs = np.cumsum(val[order], axis=1)
         # F within a row = running sum minus everything before the row's first entry
-        first = np.flatnonzero(np.r_[True, r_s[1:] != r_s[:-1]])
-        base = np.r_[0.0, cs][first]
-        F = cs - np.repeat(base, np.diff(np.r_[first, r_s.size]))
-        same_row_next[:-1] = r_s[1:] == r_s[:-1]
-        same_row_next[-1] = False
-        gap = np.zeros(row.size)
-        gap[:-1] = z_s[1:] - z_s[:-1]
-        acc += np.bincount(r_s, weights=np.abs(F) * np.where(same_row_next, gap, 0.0), minlength=R)
+        base = np.concatenate([np.zeros((ks.size, 1)), cs], axis=1)[:, first]
+        F = cs - np.repeat(base, sizes, axis=1)
+        gap = np.zeros(z_s.shape)
+        gap[:, :-1] = z_s[:, 1:] - z_s[:, :-1]
+        w = np.abs(F) * np.where(same_row_next, gap, 0.0)
+        per_direction = np.bincount((np.arange(ks.size)[:, None] * R + row).ravel(), weights=w.ravel(),
+                                    minlength=ks.size * R).reshape(ks.size, R)
+        for contribution in per_direction:                     # the directions' sums added in their order
+            acc += contribution
     return acc
 
 
@@ -311,10 +333,15 @@ def tm_emd(grid: Grid, original, anonymized, slots_per_day: int,
     (x_id, y_id) grid coordinates (grid units) with ``n_projections``
     directions drawn from ``seed``; averaged over all M rows.
     """
-    P = row_normalise(transition_matrix(grid, original, slots_per_day))
-    Q = row_normalise(transition_matrix(grid, anonymized, slots_per_day))
-    return float(sliced_w1_rows(P, Q, grid.xy.astype(np.float64),
-                                random_projections(n_projections, seed)).mean())
+    T_o = transition_mass(grid, original, slots_per_day)
+    T_a = transition_mass(grid, anonymized, slots_per_day)
+    # A row without mass on either side is a self-loop on both, at distance 0: only the rows with mass on
+    # some side are made dense (a few hundred of the 1,024 rows of a contest's set, not 8 MB per matrix).
+    rows = np.flatnonzero((np.diff(T_o.indptr) > 0) | (np.diff(T_a.indptr) > 0))
+    per_row = np.zeros(grid.M)
+    per_row[rows] = sliced_w1_rows(row_normalise(T_o, rows), row_normalise(T_a, rows), grid.xy.astype(np.float64),
+                                   random_projections(n_projections, seed))
+    return float(per_row.mean())
 
 
 # --------------------------------------------------------------------------
