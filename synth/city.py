@@ -57,6 +57,7 @@ Vectorised across users: Python loops run over days, plan stops and slots of the
 from __future__ import annotations
 
 import csv
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,6 +278,9 @@ class CityModel:
         self.height_km = (g.max_y - g.min_y) * g.km_lat
         self.L = float(np.sqrt(self.width_km * self.height_km))   # box scale, km
         self.xy_km = g.centres_km                                  # (M, 2) (north, east)
+        #: Gravity tables over every region (:meth:`_gravity_rows`), by attraction and scale: the same for each
+        #: simulation of this city (every ``simulate`` makes its table of places to explore from one).
+        self._gravity_tables: dict[tuple[bytes, float], np.ndarray] = {}
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, 0xC17]))
         self._build_hubs(rng, landmarks, n_random_hubs)
         self._build_fields(rng)
@@ -457,17 +461,31 @@ class CityModel:
         chunk = max(1, (1 << 21) // M)
         for c0 in range(0, len(uniq), chunk):
             rows = uniq[c0:c0 + chunk]
-            d = point_distances(self.xy_km[rows][:, None, :], self.xy_km[None, :, :])
-            w = attraction[None, :] * np.exp(-d / scale_km)
-            cdf = np.cumsum(w, axis=1)
-            cdf /= cdf[:, -1:]
-            # One searchsorted over all rows: row k's CDF shifted into (k, k+1].
-            flat = (cdf + np.arange(len(rows))[:, None]).ravel()
+            flat = self._gravity_rows(rows, attraction, scale_km)
             sel = (inv >= c0) & (inv < c0 + len(rows))
             k = inv[sel] - c0
             pos = np.searchsorted(flat, k + u[sel], side="right") - k * M
             out[sel] = np.minimum(pos, M - 1)
         return out
+
+    def _gravity_rows(self, rows: np.ndarray, attraction: np.ndarray, scale_km: float) -> np.ndarray:
+        """The gravity CDFs of the anchor regions ``rows`` (r,), row k shifted into (k, k+1] and laid end to
+        end: (r * M,), for one searchsorted over all rows. The table over every region is kept (about 8 MB
+        on a 32 x 32 grid): a simulation draws its places to explore from all of them."""
+        every_region = rows.size == self.grid.M
+        key = (attraction.tobytes(), float(scale_km))
+        if every_region and key in self._gravity_tables:
+            return self._gravity_tables[key]
+        d = point_distances(self.xy_km[rows][:, None, :], self.xy_km[None, :, :])
+        w = attraction[None, :] * np.exp(-d / scale_km)
+        cdf = np.cumsum(w, axis=1)
+        cdf /= cdf[:, -1:]
+        flat = (cdf + np.arange(len(rows))[:, None]).ravel()
+        if every_region:
+            if len(self._gravity_tables) >= 4:   # a bound on the memory; a simulation uses one or two
+                self._gravity_tables.pop(next(iter(self._gravity_tables)))
+            self._gravity_tables[key] = flat
+        return flat
 
     def _travel_minutes(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = point_distances(self.xy_km[a], self.xy_km[b])
@@ -657,6 +675,14 @@ class CityModel:
         return self.simulate_population(n_users, n_days, time_axis=time_axis, slots_per_day=slots_per_day,
                                         start_minute=start_minute, slot_minutes=slot_minutes, seed=seed,
                                         first_weekday=first_weekday).traces
+
+
+@functools.lru_cache(maxsize=4)
+def city_model(grid: Grid, seed: int) -> CityModel:
+    """``CityModel(grid, seed)`` with its default parameters, built once per process and shared (a model is
+    never changed once built): a round's data sets and their figures are drawn from one city, which
+    took 0.1 s to build and its gravity tables 30 ms each time."""
+    return CityModel(grid, seed=seed)
 
 
 def write_city(out_dir, grid: Grid | None = None, n_users: int = 1000, n_days: int = 40, seed: int = 0,

@@ -54,7 +54,7 @@ from contest.services import data, jobs, round_figures, storage
 from contest.services.job_messages import say
 from scoring.analyses import reference_baseline, uniform_baseline, utility_analyses
 from scoring.seeds import derived_seed
-from synth.city import CityModel
+from synth.city import city_model
 from synth.methods import CONTEST_SYNTHESIZERS
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,6 @@ log = logging.getLogger(__name__)
 #: TM-EMD's sliced-W1 directions and their seed (rules §13).
 N_PROJECTIONS = 50
 PROJECTION_SEED = 0
-
-_POI_CACHE: dict = {}
 
 
 def poi_regions(contest: Contest):
@@ -73,10 +71,9 @@ def poi_regions(contest: Contest):
 
     grid = contest.grid()
     seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
-    key = (grid, seed)
-    if key not in _POI_CACHE:
-        _POI_CACHE[key] = CityModel(grid, seed=seed).poi_region.copy()
-    return _POI_CACHE[key]
+    regions = city_model(grid, seed).poi_region.view()   # the process's shared city: read only
+    regions.flags.writeable = False
+    return regions
 
 
 def _uniform_seed(contest_seed: int, dataset: Dataset) -> int:

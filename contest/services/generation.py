@@ -57,7 +57,7 @@ from contest.services.job_messages import say
 from scoring.seeds import sequence_seed
 from scoring.traces import Traces
 from scoring.vocabulary import Challenge
-from synth.city import CityModel
+from synth.city import CityModel, city_model
 from synth.generate import (
     default_pool_days,
     generate_set,
@@ -141,7 +141,7 @@ def train_round_model(round_: Round, job=None):
 
 def _city(contest) -> CityModel:
     p = contest.synthesizer_params or {}
-    return CityModel(contest.grid(), seed=int(p.get("city_seed", contest.seed % (2**31))))
+    return city_model(contest.grid(), int(p.get("city_seed", contest.seed % (2**31))))
 
 
 def _plan(round_: Round, model, n_teams: int) -> tuple[dict, object]:

@@ -8,7 +8,7 @@ import pytest
 
 from scoring.grid import Grid, TimeAxis
 from scoring.io import read_traces
-from synth.city import CATEGORIES, ROLE_OTHER, ROLE_WORKER, CityModel, write_city
+from synth.city import CATEGORIES, ROLE_OTHER, ROLE_WORKER, CityModel, city_model, write_city
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +164,19 @@ def test_write_city(tmp_path):
     write_city(tmp_path / "again", Grid(), n_users=30, n_days=4, seed=2)
     assert (tmp_path / "again" / "traintraces.csv").read_bytes() == first
     assert (tmp_path / "again" / "pois.csv").read_bytes() == paths["pois"].read_bytes()
+
+
+def test_a_city_shared_by_the_process_draws_what_a_fresh_one_draws():
+    """city_model builds a city once per process and keeps its gravity table over every region between
+    simulations: a simulation after others (another size and seed in between) is a fresh model's, to the byte."""
+    grid = Grid(nx=12, ny=10, min_x=139.6, max_x=139.8, min_y=35.6, max_y=35.75, hospitals=())
+    shared = city_model(grid, 31)
+    assert city_model(grid, 31) is shared and city_model(grid, 32) is not shared
+    first = shared.simulate_population(15, 2, slots_per_day=8, seed=4)
+    shared.simulate_population(60, 1, slots_per_day=8, seed=5)
+    again = shared.simulate_population(15, 2, slots_per_day=8, seed=4)
+    fresh = CityModel(grid, seed=31).simulate_population(15, 2, slots_per_day=8, seed=4)
+    assert shared._gravity_tables                                     # the table was kept
+    for sim in (again, fresh):
+        np.testing.assert_array_equal(sim.traces.regions, first.traces.regions)
+        np.testing.assert_array_equal(sim.favourites, first.favourites)
