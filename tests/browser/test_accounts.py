@@ -1,4 +1,4 @@
-"""Accounts and teams in Chromium at 1280 and 390 px, in English and Japanese: a forgotten password is
+"""Accounts and teams in Chromium at 1280 px in English and 390 px in Japanese (EACH_ONCE): a forgotten password is
 reset by following the link of the mail (Django's locmem backend in tests), the account page changes
 the e-mail and language, and the team page renames the team and makes a new invitation code. No page
 scrolls sideways; every control has a label."""
@@ -10,7 +10,7 @@ import pytest
 
 from tests.browser.layout import overflow_problems
 from tests.browser.test_contest_flow import assert_labelled
-from tests.browser.test_every_page_policy import VIEWS, _context, _login
+from tests.browser.test_every_page_policy import EACH_ONCE, _context, _login
 from tests.contest.conftest import contest_spec
 
 pytestmark = [pytest.mark.browser]
@@ -31,7 +31,7 @@ def account_site(live_server):
     return live_server.url, contest
 
 
-@pytest.mark.parametrize("width,lang", VIEWS)
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_reset_a_forgotten_password_through_the_mail(account_site, browser, shot, width, lang):
     from django.core import mail
 
@@ -107,7 +107,7 @@ NEWCOMER = {"en": {"optional": "can be reset only by a link sent to this address
                    "folder": "このサイトはメールを送信しません"}}
 
 
-@pytest.mark.parametrize("width,lang", VIEWS)
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_a_newcomer_finds_the_join_link_and_the_demo_mail(account_site, browser, settings, tmp_path, shot,
                                                           width, lang):
     """A new member: sign-up says the e-mail is what a password reset needs; signed in and in no team, the

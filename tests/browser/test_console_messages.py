@@ -1,5 +1,5 @@
-"""The organizer console answers every action where the organizer is looking, at 1280 and 390 px,
-in English and Japanese: the message of "Change dates" (refused), "Announce", "Publish" (refused)
+"""The organizer console answers every action where the organizer is looking, at 1280 px in English
+and 390 px in Japanese (EACH_ONCE): the message of "Change dates" (refused), "Announce", "Publish" (refused)
 lies inside the visible area after the page's jump to the section. Moving a running phase that has
 uploads asks first and says what teams will see; "Close now" is offered on open phases only; the
 header's job count follows the server without a reload."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_every_page_policy import VIEWS, _context, _login
+from tests.browser.test_every_page_policy import EACH_ONCE, _context, _login
 from tests.contest.conftest import anonymize_csv, contest_spec
 
 pytestmark = [pytest.mark.browser]
@@ -40,7 +40,7 @@ def _in_view(page, locator) -> bool:
     return box is not None and box["y"] >= 0 and box["y"] + min(box["height"], 40) <= height
 
 
-@pytest.mark.parametrize("width,lang", VIEWS)
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_console_messages_are_where_the_organizer_is(console_site, browser, width, lang):
     from contest.models import Job
     base, contest = console_site

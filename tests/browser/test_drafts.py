@@ -1,4 +1,4 @@
-"""A new contest is a draft, at 1280 and 390 px in English and Japanese: a visitor meets the site's 404 page
+"""A new contest is a draft, at 1280 px in English and 390 px in Japanese (EACH_ONCE): a visitor meets the site's 404 page
 and no list names it; its organizer's console says it is a draft and opens it with 'Open to the public'
 (after a confirmation), and then the visitor finds it on the home page."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.browser.layout import overflow_problems
-from tests.browser.test_every_page_policy import VIEWS, _context, _login
+from tests.browser.test_every_page_policy import EACH_ONCE, _context, _login
 from tests.contest.conftest import contest_spec
 
 pytestmark = [pytest.mark.browser]
@@ -19,7 +19,7 @@ TEXT = {"en": {"open": "Open to the public", "draft": "Draft: only the organizer
                "opened": "を公開しました"}}
 
 
-@pytest.mark.parametrize("width,lang", VIEWS)
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_a_draft_is_opened_to_the_public_from_the_console(live_server, browser, shot, width, lang):
     from contest.models import Contest
     from contest.services.setup import create_contest

@@ -1,6 +1,8 @@
 """Every kind of page the site serves passes its own Content-Security-Policy in Chromium: the public
 and team pages, the organizer console, the Django admin, the API docs (Swagger UI), and the error
 pages 400 (Django's bad Host), 403, 404, 413, 429 and 500. At 1280 and 390 px, in English and Japanese.
+The pages of the flows that run at two views (:data:`EACH_ONCE`: sign-up, password reset, account, System)
+are walked here at all four, and must not scroll sideways either.
 
 Chromium reports each blocked script, style or request on the console; the autouse fixture of
 ``conftest.py`` fails the test on any. Here each page must also carry the header and show its content
@@ -12,12 +14,20 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.conftest import CSP_VIOLATIONS
+from tests.browser.layout import overflow_problems
 from tests.contest.conftest import contest_spec
 
 pytestmark = [pytest.mark.browser]
 
 ADMIN_PASSWORD = "an-admin-pass-1"
+#: Every width in every language: the page sweeps (this file's policy check, test_contest_flow's tour) walk each
+#: kind of page in all four.
 VIEWS = [(1280, "en"), (390, "en"), (1280, "ja"), (390, "ja")]
+#: Each width and each language once, for the flows and axe: what they check depends on the width (the phone's
+#: menu, cards in place of tables) and on the language (translated labels, names and messages), not on the two
+#: together, and their pages are in the sweeps at the other two views. A flow at all four views cost about
+#: 3 CPU-seconds of Chromium and the live server per view.
+EACH_ONCE = [(1280, "en"), (390, "ja")]
 
 
 @pytest.fixture
@@ -61,6 +71,13 @@ def _visit(page, url, status, shows):
     page.locator(shows).first.wait_for(timeout=15_000)
 
 
+def _visit_flow_page(page, url):
+    """:func:`_visit` to a flow's page (200, its heading) that must also fit the screen's width."""
+    _visit(page, url, 200, "main h1")
+    strict = page.viewport_size["width"] > 390
+    assert not overflow_problems(page, strict=strict), (url, overflow_problems(page, strict=strict))
+
+
 @pytest.mark.parametrize("width,lang", VIEWS)
 def test_every_page_kind_passes_the_sites_policy(site, browser, settings, width, lang):
     base = site
@@ -73,6 +90,8 @@ def test_every_page_kind_passes_the_sites_policy(site, browser, settings, width,
     _visit(page, f"{base}/boom/", 500, "main h1")
     _visit(page, f"{base}/api/docs/", 200, "#swagger-ui .opblock")
     assert "TraceCup API" in page.locator("#swagger-ui .info").inner_text()
+    _visit_flow_page(page, f"{base}/signup/")                         # the accounts flows' pages (EACH_ONCE)
+    _visit_flow_page(page, f"{base}/password-reset/")
     # 429: the login locked after AXES_FAILURE_LIMIT wrong passwords
     for attempt in range(settings.AXES_FAILURE_LIMIT):
         page.goto(f"{base}/login/")
@@ -85,6 +104,7 @@ def test_every_page_kind_passes_the_sites_policy(site, browser, settings, width,
     # a team member: the team page, then 403 on the console of the contest
     _login(page, base, "alpha1", "pw")
     _visit(page, f"{base}/c/csp/team/", 200, "main h1")
+    _visit_flow_page(page, f"{base}/account/")
     _visit(page, f"{base}/console/csp/", 403, "main h1")
     # 413: a plain form post past the request cap (no page script involved), answered by the site's page
     settings.TRACECUP_MAX_REQUEST_BYTES = 4096
@@ -108,6 +128,7 @@ def test_every_page_kind_passes_the_sites_policy(site, browser, settings, width,
     _login(page, base, "admin", ADMIN_PASSWORD)
     _visit(page, f"{base}/console/", 200, "main h1")
     _visit(page, f"{base}/console/csp/", 200, "main h1")
+    _visit_flow_page(page, f"{base}/system/")                         # test_system_page's (EACH_ONCE)
     _visit(page, f"{base}/admin/", 200, "#content h1")
     _visit(page, f"{base}/admin/contest/contest/", 200, "#result_list")
     page.locator("#result_list a").first.click()

@@ -1,8 +1,8 @@
 """The second factor in Chromium, as an operator meets it: a superuser who must have one (production's
 TRACECUP_REQUIRE_2FA_FOR) signs in with the password, is sent from the console to the enrolment page,
 adds an authenticator with the key the page shows (the code computed here, as the app would), reaches the
-console; signs out, signs in again and gives the code on the verification page. In English and Japanese,
-at 1280 and 390 px, under the site's Content-Security-Policy (the QR code is a data: image)."""
+console; signs out, signs in again and gives the code on the verification page. At 1280 px in English
+and 390 px in Japanese (EACH_ONCE), under the site's Content-Security-Policy (the QR code is a data: image)."""
 from __future__ import annotations
 
 import re
@@ -12,7 +12,7 @@ import pytest
 
 from tests.browser.layout import overflow_problems
 from tests.browser.test_contest_flow import assert_labelled
-from tests.browser.test_every_page_policy import _context, _login
+from tests.browser.test_every_page_policy import EACH_ONCE, _context, _login
 
 pytestmark = [pytest.mark.browser]
 
@@ -26,7 +26,7 @@ def _code(key: bytes) -> str:
     return f"{totp(key):06d}"
 
 
-@pytest.mark.parametrize("width,lang", [(1280, "en"), (390, "ja")])
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_a_superuser_enrols_and_signs_in_with_a_code(live_server, settings, browser, shot, width, lang):
     from django.contrib.auth import get_user_model
     from django_otp.plugins.otp_totp.models import TOTPDevice

@@ -1,12 +1,13 @@
-"""An upload that fails says so in its card, in the page's language, at 1280 and 390 px: the server's
-413 message (the size cap), a file past the limit the page states (refused before it is sent, with the
-figure of the rules page), a server error and a network failure. Never a silent reset."""
+"""An upload that fails says so in its card, in the page's language, at 1280 px in English and 390 px in
+Japanese (EACH_ONCE): the server's 413 message (the size cap), a file past the limit the page states
+(refused before it is sent, with the figure of the rules page), a server error and a network failure.
+Never a silent reset."""
 from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
 
-from tests.browser.test_every_page_policy import VIEWS, _context, _login
+from tests.browser.test_every_page_policy import EACH_ONCE, _context, _login
 from tests.contest.conftest import contest_spec
 
 pytestmark = [pytest.mark.browser]
@@ -26,7 +27,7 @@ def team_site(live_server):
 REFUSED = {"en": "Upload refused:", "ja": "アップロードは受け付けられませんでした:"}
 
 
-@pytest.mark.parametrize("width,lang", VIEWS)
+@pytest.mark.parametrize("width,lang", EACH_ONCE)
 def test_a_failed_upload_is_shown_in_its_card(team_site, browser, settings, tmp_path, width, lang):
     base, contest, ds = team_site
     ctx = _context(browser, base, width, lang)
