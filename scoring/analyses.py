@@ -375,36 +375,36 @@ def poi_accuracy(grid: Grid, original: Traces, anonymized, poi_regions,
         raise ValueError(f"POI region index {bad} is outside 0..{grid.M - 1}")
     c = np.bincount(poi, minlength=grid.M).astype(np.float64)      # POIs per region
     D = grid.distance
-    near = D <= r1 + RADIUS_TOLERANCE_KM                            # (M, M) original -> POI region
-    reach = (D <= r2 + RADIUS_TOLERANCE_KM).astype(np.float64)     # (M, M) served region -> POI region
-    n_near = near.astype(np.float64) @ c                            # (M,) nearby POIs per original region
 
     n_sets = anon.sets.n_sets
     key = original.regions.astype(np.int64).ravel() * n_sets + anon.events.astype(np.int64).ravel()
     pairs, counts = np.unique(key, return_counts=True)
-    o, g = pairs // n_sets, pairs % n_sets
-    keep = n_near[o] > 0
-    o, g, counts = o[keep], g[keep], counts[keep]
-    if o.size == 0:
+    # Only the rows of the original regions that occur are needed (a few hundred of the 1,024 on a
+    # contest's set, not the whole (M, M) matrices each time); the sums are of whole POI counts, exact.
+    uo, o_at = np.unique(pairs // n_sets, return_inverse=True)
+    near_c = sp.csr_matrix((D[uo] <= r1 + RADIUS_TOLERANCE_KM) * c)  # (|uo|, M) POI counts near each o
+    n_near = np.asarray(near_c.sum(axis=1)).ravel()[o_at]           # nearby POIs, per pair
+    g = pairs % n_sets
+    keep = n_near > 0
+    o_at, g, counts, n_near = o_at[keep], g[keep], counts[keep], n_near[keep]
+    if o_at.size == 0:
         return float("nan")
     sizes = anon.sets.sizes[g]
-    hit = np.zeros(o.size)                                          # nearby POIs served, per pair
+    hit = np.zeros(o_at.size)                                       # nearby POIs served, per pair
     # Single regions (the bulk): hit(o, r) = sum_p near[o, p] c_p reach[r, p], one sparse
-    # product over the distinct original and served regions (near is ~25 cells a row).
+    # product over the original and the distinct served regions (near is ~25 cells a row).
     single = np.flatnonzero(sizes == 1)
     if single.size:
         served = anon.sets.members[anon.sets.indptr[g[single]]].astype(np.int64)
-        uo, o_inv = np.unique(o[single], return_inverse=True)
         ur, r_inv = np.unique(served, return_inverse=True)
-        near_c = sp.csr_matrix(near[uo] * c)                         # (|uo|, M) POI counts near o
-        H = np.asarray(near_c @ reach[:, ur])                       # reach is symmetric
-        hit[single] = H[o_inv, r_inv]
+        H = np.asarray(near_c @ (D[:, ur] <= r2 + RADIUS_TOLERANCE_KM).astype(np.float64))  # D is symmetric
+        hit[single] = H[o_at[single], r_inv]
     # Generalized sets: a POI is served if ANY member reaches it (an OR, not a sum).
     general = np.flatnonzero(sizes >= 2)
     if general.size:
+        reach = (D <= r2 + RADIUS_TOLERANCE_KM).astype(np.float64)  # (M, M) served region -> POI region
         member = set_weights(anon.sets)
         member.data[:] = 1.0                                        # membership, not weights
-        near_c = sp.csr_matrix(near * c)                            # (M, M): POIs per region near o
         ug, g_inv = np.unique(g[general], return_inverse=True)
         by_set = np.argsort(g_inv, kind="stable")
         bounds = np.searchsorted(g_inv[by_set], np.arange(0, ug.size + chunk, chunk))
@@ -414,13 +414,14 @@ def poi_accuracy(grid: Grid, original: Traces, anonymized, poi_regions,
             sel = by_set[bounds[c_idx]:bounds[c_idx + 1]]
             for s0 in range(0, sel.size, 16 * chunk):               # bounded memory per step
                 part = sel[s0:s0 + 16 * chunk]
-                hit[general[part]] = _served_near(near_c, o[general[part]], covered, g_inv[part] - start)
+                hit[general[part]] = _served_near(near_c, o_at[general[part]], covered, g_inv[part] - start)
     # deletions (size 0) keep hit = 0
-    return float(np.average(hit / n_near[o], weights=counts))
+    return float(np.average(hit / n_near, weights=counts))
 
 
 def _served_near(near_c: sp.csr_matrix, o: np.ndarray, covered: np.ndarray, s: np.ndarray) -> np.ndarray:
-    """Per pair i: sum over POI regions p near ``o[i]`` of (POIs at p) * ``covered[s[i], p]``.
+    """Per pair i: sum over POI regions p near the original region of row ``o[i]`` of ``near_c`` of (POIs
+    at p) * ``covered[s[i], p]``.
 
     Walks only the non-zeros of ``near_c`` rows (a few dozen regions within
     r1), expanded for all pairs at once.
