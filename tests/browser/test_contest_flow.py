@@ -397,14 +397,13 @@ def tour(browser, base, shot, *, rejected_pk, target_pk):
     """Every main page at 1280 and 390 px, in English and Japanese: screenshots of the main ones, no
     sideways scrolling (at 1280 px not even inside tables), no text wider than its box, charts that fill
     their column with readable labels, and the Japanese interface in Japanese down to validator messages."""
-    for width, lang in ((1280, "en"), (390, "en"), (1280, "ja"), (390, "ja")):
+    for width in (1280, 390):
         phone = width == 390
         contexts = []
 
-        def context(user=None, password=None, width=width, phone=phone, lang=lang, contexts=contexts):
+        def context(user=None, password=None, width=width, phone=phone, contexts=contexts):
             c = browser.new_context(viewport={"width": width, "height": 900 if not phone else 844},
                                     is_mobile=phone, has_touch=phone)
-            c.add_cookies([{"name": "django_language", "value": lang, "url": base}])
             contexts.append(c)
             p = c.new_page()
             if user:
@@ -415,49 +414,62 @@ def tour(browser, base, shot, *, rejected_pk, target_pk):
                 p.wait_for_load_state()
             return p
 
-        where = f"{width}px {lang}"
+        # One signed-in context per person and screen serves both languages (the language is the cookie's):
+        # a new context and a sign-in cost Chromium about a CPU-second, the views' page loads 0.1 s each.
         pub, team, org = context(), context("beta1", "pw"), context("organizer", PASSWORD)
         alpha = context("alpha1", "pw")
-        pages = [(pub, u) for u in PUBLIC] + [(team, "/c/web/team/"), (alpha, f"/c/web/team/uploads/{rejected_pk}/"),
-                                              (org, "/console/web/"), (org, "/console/web/jobs/")]
-        for p, url in pages:
-            p.goto(base + url)
-            p.wait_for_load_state("load")
-            assert p.locator("html").get_attribute("lang") == lang, (url, where)
-            problems = overflow_problems(p, strict=not phone)
-            assert not problems, f"{url} at {where}: {problems}"
-            problems = chart_problems(p)
-            assert not problems, f"{url} at {where}: {problems}"
-            if url in SHOTS:
-                shot(p, f"{SHOTS[url]}-{width}-{lang}")
-        # the header leaves room for the page on a phone; the Overall column is on screen
-        if phone:
-            pub.goto(f"{base}/c/web/leaderboard/")
-            header = pub.locator(".site-header").bounding_box()["height"]
-            assert header < 844 / 6, f"the header takes {header}px of an 844px phone screen ({lang})"
-            # the rows are cards on a phone: every team's Overall value is on screen
-            for cell in pub.locator("#leaderboard tbody tr td:nth-child(3)").all():
-                overall = cell.bounding_box()
-                assert overall["x"] + overall["width"] <= width, f"the Overall value is off-screen ({lang})"
-            # attack error boxes read as sentences, not one word per line (round 1: its attack phase is
-            # closed now, so the dashboard opens on round two's coming phase)
-            team.goto(f"{base}/c/web/team/?round=1")
-            heights = team.locator(f"#target-{target_pk} .issues li").evaluate_all(
-                "els => els.map(e => e.getBoundingClientRect().height)")
-            assert heights and max(heights) < 120, f"attack error rows {heights} px tall at {where}"
-        # the attack matrix shows the minimum row its caption promises
-        pub.goto(f"{base}/c/web/attack-matrix/")
-        assert pub.locator("figure[data-chart=heatmap] svg").first.locator("text", has_text=(
-            "Minimum" if lang == "en" else "最小")).count() == 1
-        # a round not played yet says so instead of drawing empty axes
-        pub.goto(f"{base}/c/web/plots/?round=2")
-        assert pub.locator(".chart-empty").first.is_visible() and "R = —" not in pub.inner_text("main")
-        # the team page has round tabs like the public pages
-        assert team.goto(f"{base}/c/web/team/") and team.locator("main nav a[href='?round=2']").count() == 1
-        if lang == "ja":
-            # validator messages in the page's language: the rejected upload of the flow
-            alpha.goto(f"{base}/c/web/team/uploads/{rejected_pk}/")
-            text = alpha.inner_text("main")
-            assert "領域 ID 99999 は 1..1024 の範囲外です" in text, text
+        for lang in ("en", "ja"):
+            for c in contexts:
+                c.add_cookies([{"name": "django_language", "value": lang, "url": base}])
+            _tour_view(base, shot, width, lang, (pub, team, org, alpha), rejected_pk=rejected_pk, target_pk=target_pk)
         for c in contexts:
             c.close()
+
+
+def _tour_view(base, shot, width, lang, pages_of, *, rejected_pk, target_pk):
+    """One view of :func:`tour`: ``pages_of`` the visitor's, a team member's (beta1), the organizer's and
+    alpha1's page, each in its own context at ``width``, whose cookie says ``lang``."""
+    phone = width == 390
+    pub, team, org, alpha = pages_of
+    where = f"{width}px {lang}"
+    pages = [(pub, u) for u in PUBLIC] + [(team, "/c/web/team/"), (alpha, f"/c/web/team/uploads/{rejected_pk}/"),
+                                          (org, "/console/web/"), (org, "/console/web/jobs/")]
+    for p, url in pages:
+        p.goto(base + url)
+        p.wait_for_load_state("load")
+        assert p.locator("html").get_attribute("lang") == lang, (url, where)
+        problems = overflow_problems(p, strict=not phone)
+        assert not problems, f"{url} at {where}: {problems}"
+        problems = chart_problems(p)
+        assert not problems, f"{url} at {where}: {problems}"
+        if url in SHOTS:
+            shot(p, f"{SHOTS[url]}-{width}-{lang}")
+    # the header leaves room for the page on a phone; the Overall column is on screen
+    if phone:
+        pub.goto(f"{base}/c/web/leaderboard/")
+        header = pub.locator(".site-header").bounding_box()["height"]
+        assert header < 844 / 6, f"the header takes {header}px of an 844px phone screen ({lang})"
+        # the rows are cards on a phone: every team's Overall value is on screen
+        for cell in pub.locator("#leaderboard tbody tr td:nth-child(3)").all():
+            overall = cell.bounding_box()
+            assert overall["x"] + overall["width"] <= width, f"the Overall value is off-screen ({lang})"
+        # attack error boxes read as sentences, not one word per line (round 1: its attack phase is
+        # closed now, so the dashboard opens on round two's coming phase)
+        team.goto(f"{base}/c/web/team/?round=1")
+        heights = team.locator(f"#target-{target_pk} .issues li").evaluate_all(
+            "els => els.map(e => e.getBoundingClientRect().height)")
+        assert heights and max(heights) < 120, f"attack error rows {heights} px tall at {where}"
+    # the attack matrix shows the minimum row its caption promises
+    pub.goto(f"{base}/c/web/attack-matrix/")
+    assert pub.locator("figure[data-chart=heatmap] svg").first.locator("text", has_text=(
+        "Minimum" if lang == "en" else "最小")).count() == 1
+    # a round not played yet says so instead of drawing empty axes
+    pub.goto(f"{base}/c/web/plots/?round=2")
+    assert pub.locator(".chart-empty").first.is_visible() and "R = —" not in pub.inner_text("main")
+    # the team page has round tabs like the public pages
+    assert team.goto(f"{base}/c/web/team/") and team.locator("main nav a[href='?round=2']").count() == 1
+    if lang == "ja":
+        # validator messages in the page's language: the rejected upload of the flow
+        alpha.goto(f"{base}/c/web/team/uploads/{rejected_pk}/")
+        text = alpha.inner_text("main")
+        assert "領域 ID 99999 は 1..1024 の範囲外です" in text, text
