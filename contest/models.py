@@ -222,6 +222,12 @@ class Contest(models.Model):
                             hospitals=tuple(self.hospitals))
 
     @property
+    def city_seed(self) -> int:
+        """The seed of the contest's built-in city (``synth.city.city_model``): ``synthesizer_params["city_seed"]``,
+        else the contest's seed."""
+        return int((self.synthesizer_params or {}).get("city_seed", self.seed % (2**31)))
+
+    @property
     def tz(self):
         return zoneinfo.ZoneInfo(self.time_zone)
 

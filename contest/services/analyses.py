@@ -69,9 +69,7 @@ def poi_regions(contest: Contest):
     if contest.synthesizer not in CONTEST_SYNTHESIZERS:   # every synthesizer draws from the city model
         return None
 
-    grid = contest.grid()
-    seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
-    regions = city_model(grid, seed).poi_region.view()   # the process's shared city: read only
+    regions = city_model(contest.grid(), contest.city_seed).poi_region.view()   # the process's shared city: read only
     regions.flags.writeable = False
     return regions
 
@@ -211,7 +209,7 @@ def contest_analyses(contest: Contest, *, recompute: bool = False) -> dict:
             continue
         rounds[str(rnd.number)] = {"utility": utility_rows(contest, rnd, recompute=recompute),
                                    "fairness": round_figures.fairness_for(rnd, recompute=recompute)}  # stored per set
-    seed = int((contest.synthesizer_params or {}).get("city_seed", contest.seed % (2**31)))
+    seed = contest.city_seed
     return {"rounds": rounds, "n_projections": N_PROJECTIONS, "seed": PROJECTION_SEED,
             "poi_source": None if pois is None else f"city model (seed {seed}, {len(pois)} POIs)"}
 

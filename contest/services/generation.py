@@ -122,7 +122,7 @@ def train_round_model(round_: Round, job=None):
     model = training_data.train_round_model(round_, method, contest.grid(), round_.time_axis(),
                                             seed=_round_seed(round_), params=p, progress=prog) \
         or train_contest_model(method, contest.grid(), round_.time_axis(), seed=_round_seed(round_),
-                               city_seed=int(p.get("city_seed", contest.seed % (2**31))), progress=prog,
+                               city_seed=contest.city_seed, progress=prog,
                                **{k: p[k] for k in training if k in p})
     buf = io.BytesIO()
     model.save(buf)
@@ -140,8 +140,7 @@ def train_round_model(round_: Round, job=None):
 
 
 def _city(contest) -> CityModel:
-    p = contest.synthesizer_params or {}
-    return city_model(contest.grid(), int(p.get("city_seed", contest.seed % (2**31))))
+    return city_model(contest.grid(), contest.city_seed)
 
 
 def _plan(round_: Round, model, n_teams: int) -> tuple[dict, object]:
