@@ -180,18 +180,6 @@ def test_tm_emd_on_the_rows_with_mass_is_the_whole_matrixs_exactly():
         assert an.tm_emd(grid, o, other, 20) == an.sliced_w1_rows(P, Q, grid.xy.astype(float), proj).mean()
 
 
-def test_sliced_w1_sparse_gives_the_same_sums_in_any_chunk_of_directions():
-    grid = Grid()
-    rng = np.random.default_rng(8)
-    P, Q = (rng.random((30, grid.M)) * (rng.random((30, grid.M)) < 0.03) for _ in range(2))
-    D = P / P.sum(1, keepdims=True) - Q / Q.sum(1, keepdims=True)
-    proj = grid.xy.astype(float) @ an.random_projections(50, 1)
-    whole = an._sliced_w1_sparse(D, proj)
-    for chunk in (1, 2000, 7 * np.count_nonzero(D)):     # one direction at a time, a few, then seven
-        np.testing.assert_array_equal(an._sliced_w1_sparse(D, proj, chunk=chunk), whole)
-    np.testing.assert_allclose(whole, an._sliced_w1_dense(D, proj), rtol=1e-12)
-
-
 @pytest.mark.parametrize("method", ["dense", "sparse"])
 @pytest.mark.parametrize("p, q, w1", [([1, 0, 0, 0], [0, 0, 0, 1], 3.0), ([.25, .25, .25, .25], [1, 0, 0, 0], 1.5)])
 def test_sliced_w1_methods_exact_1d(method, p, q, w1):
